@@ -1,0 +1,5 @@
+import sys
+
+from memhealth.cli import main
+
+sys.exit(main())

@@ -1,0 +1,251 @@
+"""Load `.memhealth/config.toml` with `MEMHEALTH_<SECTION>_<KEY>` overrides, strictly.
+
+    cfg = load(project_dir)          # raises ConfigError naming the key on a bad value
+    cfg["embedding"]["url"]
+
+Every key, its type, default and help live in SCHEMA, which also renders the commented
+default file that `memhealth init` writes. The hook path avoids importing tomllib (it pulls
+in typing, ~10 ms): the parsed file is cached as JSON beside it, keyed by mtime and size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from memhealth.errors import ConfigError
+
+# (type, default, allowed-or-None, help). Types: str, int, float, bool, list (of str), dur.
+SCHEMA: dict[str, dict[str, tuple]] = {
+    "embedding": {
+        "url": ("url", "", None,
+                'Ollama base URL, e.g. "http://127.0.0.1:11434"; "" = BM25-only (the gate says NOTE, not RED). '
+                "IPv4 literal on purpose: localhost may resolve to ::1 first while Ollama binds IPv4."),
+        "model": ("str", "nomic-embed-text", None, "embedding model name as Ollama lists it"),
+        "dim": ("int", 768, (1, 16384), "vector width; must match the model (/api/show *.embedding_length)"),
+        "fallback_model": ("str", "", None, "validated against dim from /api/show at gate time"),
+        "keep_alive": ("str", "4h", None, "sent on every request, probe included"),
+        "num_ctx": ("int", 8192, (128, 1048576), "same options on probe and real requests (a change forces a reload)"),
+        "timeout_s": ("float", 2.0, (0.05, 600.0), "read timeout on the hook path"),
+        "connect_timeout_s": ("float", 0.5, (0.01, 60.0), "connect timeout, every path"),
+        "warmup_timeout_s": ("float", 30.0, (0.1, 3600.0), "one warm-up retry for a cold model"),
+        "bulk_timeout_s": ("float", 60.0, (0.1, 3600.0), "read timeout for ingest and backfill"),
+        "batch_size": ("int", 64, (1, 4096), "texts per /api/embed request during ingest"),
+    },
+    "hooks": {
+        "busy_timeout_s": ("float", 1.0, (0.01, 60.0),
+                           "how long a hook waits for the database lock before spilling its row to a file"),
+        "timeout_s": ("int", 10, (1, 600), "Claude Code timeout written by `memhealth init` (seconds)"),
+        "session_end_timeout_s": ("int", 5, (1, 60), "SessionEnd gets 1.5 s unless a timeout raises it (max 60)"),
+        "killed_after_s": ("float", 900.0, (1.0, 86400.0),
+                           "a started heartbeat with no completion after this long is counted as killed"),
+    },
+    "injection": {
+        "mode": ("str", "on", ("on", "off"), 'ablation: "off" records would-have-fired rows and emits nothing'),
+        "max_chars": ("int", 6000, (200, 10000), "characters of memory injected into one prompt"),
+        "distinctive_idf": ("float", 3.0, (0.0, 50.0), "a token this rare counts as distinctive"),
+        "idf_sum_threshold": ("float", 7.0, (0.0, 500.0), "summed idf of matched tokens needed to inject"),
+        "min_matches": ("int", 2, (1, 32), "word-boundary token matches needed to inject"),
+        "thread_cap": ("int", 2, (0, 1000), "injections of one decision thread per session"),
+        "dnr_cap": ("int", 3, (0, 1000), "DO-NOT-REBUILD blocks per session"),
+        "stale_cap": ("int", 3, (0, 1000), "stale-claim reminders per session"),
+        "capture_content": ("bool", False, None, "record prompt text in decision rows and spans (opt-in)"),
+    },
+    "gate": {
+        "mode": ("str", "on", ("on", "off"), 'ablation: "off" skips the gate; heartbeats still record'),
+        "ingest_max_age_days": ("float", 3.0, (0.01, 3650.0), "ingest freshness budget"),
+        "vector_coverage_min": ("float", 0.99, (0.0, 1.0), "share of chunks that must have a vector"),
+        "heartbeat_max_age_days": ("float", 2.0, (0.01, 3650.0), "per-turn hooks must succeed this often while sessions run"),
+        "capture_queue_max": ("int", 40, (0, 1000000), "pending capture items before the gate turns RED"),
+    },
+    "ingest": {
+        "budget_s": ("float", 55.0, (0.1, 86400.0), "wall-clock budget of one ingest run"),
+        "docs": ("list", ["README.md", "docs", "*.md"], None, "markdown files or directories"),
+        "memory": ("list", [".memhealth/memory", ".claude/memory"], None, "memory files (frontmatter type:)"),
+        "ledgers": ("list", [], None, "append-only ledgers (ingested by byte offset)"),
+        "transcripts": ("list", ["auto"], None, '"auto" = the directory of the hook\'s transcript_path'),
+        "git": ("bool", True, None, "ingest commit messages and touched paths"),
+        "git_max_commits": ("int", 500, (0, 1000000), "commits read per run"),
+    },
+    "telemetry": {
+        "capture_content": ("bool", False, None, "export prompt text on spans (opt-in)"),
+        "retention_days": ("float", 14.0, (0.1, 3650.0), "outbox rows older than this are dropped and counted"),
+        "export_timeout_s": ("float", 2.0, (0.05, 120.0), "OTLP export timeout; a dead collector never stalls longer"),
+        "otlp_endpoint": ("str", "", None, '"" = OTEL_EXPORTER_OTLP_ENDPOINT or http://127.0.0.1:4318'),
+        "otlp_protocol": ("str", "http/protobuf", ("http/protobuf", "grpc"), "OTLP transport"),
+    },
+    "serve": {
+        "listen": ("str", "127.0.0.1:9464", None, "host:port; loopback unless told otherwise"),
+        "probe_interval_s": ("float", 60.0, (1.0, 86400.0), "background gate schedule"),
+        "export_interval_s": ("float", 15.0, (1.0, 86400.0), "OTLP export schedule"),
+    },
+    "alerts": {
+        "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),
+        "window_h": ("float", 12.0, (0.1, 720.0), "alert budget window"),
+        "repeat_s": ("float", 3600.0, (0.0, 604800.0), "a repeat of the same alert within this is deduped"),
+        "sink_file": ("str", ".memhealth/alerts.ndjson", None, "NDJSON file every decision is appended to"),
+        "webhook_url": ("str", "", None, "optional generic webhook for pages and digests"),
+    },
+}
+
+_BOOL = {"true": True, "1": True, "yes": True, "on": True,
+         "false": False, "0": False, "no": False, "off": False}
+
+
+def _coerce(section: str, key: str, value, from_env: bool):
+    kind, _default, allowed, _help = SCHEMA[section][key]
+    name = f"[{section}].{key}" if not from_env else f"MEMHEALTH_{section.upper()}_{key.upper()}"
+    try:
+        if kind in ("str", "url"):
+            if not isinstance(value, str):
+                raise TypeError("a string")
+            if kind == "url" and value and not value.startswith(("http://", "https://")):
+                raise ValueError("an http:// or https:// URL, or \"\"")
+        elif kind == "int":
+            if from_env:
+                try:
+                    value = int(value.strip())
+                except ValueError:
+                    raise TypeError("an integer") from None
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError("an integer")
+        elif kind == "float":
+            if from_env:
+                try:
+                    value = float(value.strip())
+                except ValueError:
+                    raise TypeError("a number") from None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError("a number")
+            value = float(value)
+            if value != value:
+                raise ValueError("a number, not NaN")
+        elif kind == "bool":
+            if from_env:
+                lowered = value.strip().lower()
+                if lowered not in _BOOL:
+                    raise ValueError("true or false")
+                value = _BOOL[lowered]
+            if not isinstance(value, bool):
+                raise TypeError("true or false")
+        elif kind == "list":
+            if from_env:
+                value = [part.strip() for part in value.split(",") if part.strip()]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TypeError("a list of strings")
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"config {name}: expected {exc}, got {value!r}") from None
+    if isinstance(allowed, tuple) and allowed:
+        if kind in ("int", "float"):
+            low, high = allowed
+            if not (low <= value <= high):
+                raise ConfigError(f"config {name}: {value!r} is outside {low}..{high}")
+        elif value not in allowed:
+            raise ConfigError(f"config {name}: {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+class Config(dict):
+    """Validated config: `cfg["section"]["key"]`; `cfg.path` is the file it came from."""
+
+    path: str | None = None
+
+    @property
+    def embedding_enabled(self) -> bool:
+        return bool(self["embedding"]["url"])
+
+
+def defaults() -> Config:
+    cfg = Config({s: {k: (list(v[1]) if isinstance(v[1], list) else v[1]) for k, v in keys.items()}
+                  for s, keys in SCHEMA.items()})
+    return cfg
+
+
+def _read_file(path: str) -> dict:
+    """Parse config.toml, through a JSON cache keyed by (mtime_ns, size)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"config {path}: cannot read ({exc.strerror})") from None
+    stamp = [st.st_mtime_ns, st.st_size]
+    cache = os.path.join(os.path.dirname(path), ".config-cache.json")
+    try:
+        with open(cache, encoding="utf-8") as fh:
+            cached = json.load(fh)
+        if cached.get("stamp") == stamp:
+            return cached["data"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {path}: not valid TOML ({exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config {path}: cannot read ({exc})") from None
+    try:
+        tmp = f"{cache}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"stamp": stamp, "data": data}, fh)
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only project still works; it just parses TOML each time
+    return data
+
+
+def load(state_dir: str | None, environ=None) -> Config:
+    """Defaults, then `<state_dir>/config.toml`, then MEMHEALTH_<SECTION>_<KEY> variables."""
+    environ = os.environ if environ is None else environ
+    cfg = defaults()
+    path = os.path.join(state_dir, "config.toml") if state_dir else None
+    data = _read_file(path) if path else {}
+    for section, values in data.items():
+        if section not in SCHEMA:
+            raise ConfigError(f"config: unknown section [{section}]; known: {', '.join(SCHEMA)}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"config: [{section}] must be a table")
+        for key, value in values.items():
+            if key not in SCHEMA[section]:
+                raise ConfigError(
+                    f"config: unknown key [{section}].{key}; known: {', '.join(SCHEMA[section])}")
+            cfg[section][key] = _coerce(section, key, value, from_env=False)
+    for name, raw in environ.items():
+        if not name.startswith("MEMHEALTH_") or name.count("_") < 2:
+            continue
+        rest = name[len("MEMHEALTH_"):].lower()
+        section, _, key = rest.partition("_")
+        if section not in SCHEMA:
+            continue  # MEMHEALTH_HOME and friends are not config
+        if key not in SCHEMA[section]:
+            raise ConfigError(f"{name}: unknown key [{section}].{key}; known: {', '.join(SCHEMA[section])}")
+        cfg[section][key] = _coerce(section, key, raw, from_env=True)
+    cfg.path = path
+    return cfg
+
+
+def render_default() -> str:
+    """The commented default config.toml that `memhealth init` writes."""
+    lines = ["# memhealth configuration. Every key can be overridden by MEMHEALTH_<SECTION>_<KEY>.",
+             "# Values shown are the defaults; uncomment to change one.", ""]
+    for section, keys in SCHEMA.items():
+        lines.append(f"[{section}]")
+        for key, (kind, default, allowed, text) in keys.items():
+            lines.append(f"# {text}" + (f" ({' | '.join(allowed)})" if allowed and kind == "str" else ""))
+            lines.append(f"# {key} = {_toml_value(default)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+    return repr(value)

@@ -1,0 +1,98 @@
+"""One function per hook event: what the event does, given a HookContext.
+
+Each returns the context text to emit (or None). Each writes what it decided through the
+context (decision rows, spans, problems); the runner in `memhealth.hooks` owns heartbeats,
+output and error handling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from memory_core.intent import classify, system_turn
+from memory_core.text import clean
+
+
+def session_start(ctx) -> str | None:
+    """Print the health verdict first, then what memory holds."""
+    lines = []
+    (chunks,) = ctx.conn.execute("SELECT count(*) FROM chunks").fetchone()
+    lines.append(f"memhealth: {chunks} memory chunks in {ctx.project.db_path}")
+    return "\n".join(lines)
+
+
+def prompt(ctx) -> str | None:
+    """Run the injection cascade, cheapest gate first; every prompt writes a decision row."""
+    raw = ctx.payload.get("prompt")
+    if not isinstance(raw, str):
+        ctx.problem("missing_field", "UserPromptSubmit payload has no string 'prompt'")
+        raw = ""
+    text = clean(raw)
+    capture = ctx.cfg["injection"]["capture_content"]
+    decision = {
+        "hook": ctx.event,
+        "session_id": ctx.session_id,
+        "prompt_id": ctx.payload.get("prompt_id") if isinstance(ctx.payload.get("prompt_id"), str) else None,
+        "trace_id": ctx.trace.trace_id,
+        "prompt_hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
+        "prompt_len": len(text),
+    }
+    ctx.root.update({"memhealth.prompt.hash": decision["prompt_hash"],
+                     "memhealth.prompt.length": len(text)})
+    if capture:
+        ctx.root.set("memhealth.prompt.text", text[:2000])
+
+    with ctx.trace.span("inject.system_turn") as span:
+        marker = system_turn(text)
+        span.set("memhealth.system_turn", marker or "")
+    if marker:
+        ctx.decisions.append({**decision, "outcome": "system_turn", "detail": {"marker": marker}})
+        return None
+
+    with ctx.trace.span("inject.intent") as span:
+        intent, phrase = classify(text)
+        span.update({"memhealth.intent": intent or "", "memhealth.intent.match": phrase or ""})
+    if intent is None:
+        ctx.decisions.append({**decision, "outcome": "no_intent",
+                              "detail": {"veto": phrase} if phrase else {}})
+        return None
+
+    from memory_core import inject
+
+    result = inject.decide(ctx.conn, text, intent, ctx.cfg, ctx.session_id, ctx.trace)
+    ctx.decisions.append({**decision, "outcome": result.outcome, "intent": intent,
+                          "retrieval_ms": result.retrieval_ms, "detail": result.detail})
+    for reason, detail in result.problems:
+        ctx.problem(reason, detail)
+    return result.text
+
+
+def pre_tool(ctx) -> str | None:
+    return None
+
+
+def post_tool(ctx) -> str | None:
+    return None
+
+
+def pre_compact(ctx) -> str | None:
+    return None
+
+
+def stop(ctx) -> str | None:
+    return None
+
+
+def session_end(ctx) -> str | None:
+    return None
+
+
+HANDLERS = {
+    "session-start": session_start,
+    "prompt": prompt,
+    "pre-tool": pre_tool,
+    "post-tool": post_tool,
+    "pre-compact": pre_compact,
+    "stop": stop,
+    "session-end": session_end,
+}

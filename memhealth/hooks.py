@@ -1,0 +1,260 @@
+"""`memhealth hook EVENT`: the Claude Code hook protocol around the event handlers.
+
+Contract (DESIGN.md): read the hook JSON from stdin, find the project from `cwd`, write a
+heartbeat row marked started before any work, run the event's handler, emit context as
+`hookSpecificOutput.additionalContext` (never over 10,000 characters), complete the
+heartbeat (ok | error + reason, duration), and exit 0 whatever happened: a memory tool must
+never block or erase a prompt. stderr gets at most one line, never a traceback.
+
+Import budget: this module and what it imports run on every prompt. No argparse, tomllib,
+typing, dataclasses, httpx, prometheus_client or opentelemetry here; handlers import heavy
+modules only on the branch that needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from memhealth.errors import ConfigError, MemhealthError, ProjectNotFound
+from memory_core.errors import MemoryCoreError, StoreError
+
+# CLI event name -> Claude Code hook_event_name
+EVENTS = {
+    "session-start": "SessionStart",
+    "prompt": "UserPromptSubmit",
+    "pre-tool": "PreToolUse",
+    "post-tool": "PostToolUse",
+    "pre-compact": "PreCompact",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
+# Events whose JSON output may carry hookSpecificOutput.additionalContext.
+CONTEXT_EVENTS = frozenset({"session-start", "prompt", "pre-tool", "post-tool"})
+MAX_CONTEXT_CHARS = 10_000  # Claude Code's cap on injected text (REFERENCE §1)
+MAX_STDIN_BYTES = 16 * 1024 * 1024  # a prompt beyond this is cut, not read forever
+
+
+class HookContext:
+    """What a handler gets: the parsed payload, project, config, store, trace, outputs."""
+
+    __slots__ = ("event", "payload", "project", "cfg", "conn", "trace", "root", "decisions",
+                 "session_id", "started_ns", "problems")
+
+    def __init__(self, event, payload, project, cfg, conn, trace, root, session_id, started_ns):
+        self.event = event
+        self.payload = payload
+        self.project = project
+        self.cfg = cfg
+        self.conn = conn
+        self.trace = trace
+        self.root = root
+        self.decisions: list[dict] = []
+        self.session_id = session_id
+        self.started_ns = started_ns
+        self.problems: list[tuple[str, str]] = []  # (reason, detail): recorded, not raised
+
+    def problem(self, reason: str, detail: str) -> None:
+        """Note a degradation that makes the invocation an error without stopping it."""
+        self.problems.append((reason, detail))
+
+
+class Invalid(MemhealthError):
+    """The hook input could not be used; `reason` is the failure family."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def read_stdin() -> bytes:
+    try:
+        stream = sys.stdin.buffer if sys.stdin is not None else None
+    except (AttributeError, ValueError):
+        stream = None
+    if stream is None:
+        return b""
+    try:
+        return stream.read(MAX_STDIN_BYTES)
+    except (OSError, ValueError):
+        return b""
+
+
+def parse_payload(raw: bytes) -> tuple[dict, Invalid | None]:
+    """Decode (UTF-8 with replacement) and parse; return (payload, problem or None).
+
+    A payload with a problem is still as useful as possible: invalid UTF-8 is replaced and
+    parsing continues, so the prompt still gets its decision row."""
+    if not raw.strip():
+        return {}, Invalid("empty_stdin", "stdin was empty; expected the hook JSON object")
+    problem = None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", "replace")
+        problem = Invalid("invalid_utf8", f"stdin is not valid UTF-8 (byte {exc.start}); decoded with replacement")
+    try:
+        payload = json.loads(text)
+    except ValueError as exc:
+        return {}, Invalid("malformed_json", f"stdin is not valid JSON: {exc}")
+    except RecursionError:
+        return {}, Invalid("malformed_json", "stdin JSON nests too deeply")
+    if not isinstance(payload, dict):
+        return {}, Invalid("not_object", f"stdin JSON is a {type(payload).__name__}, expected an object")
+    return payload, problem
+
+
+def _str(payload: dict, key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def session_id_of(payload: dict) -> str | None:
+    sid = _str(payload, "session_id")
+    if sid:
+        return sid[:200]
+    path = _str(payload, "transcript_path")
+    if path:  # the reference design's fallback: the transcript file's stem
+        return os.path.splitext(os.path.basename(path))[0][:200] or None
+    return None
+
+
+def emit(event: str, text: str) -> None:
+    """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller."""
+    from memory_core.text import clean, clip
+
+    text = clip(clean(text), MAX_CONTEXT_CHARS)
+    body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
+    data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
+    view = memoryview(data)
+    while view:
+        written = os.write(1, view)
+        view = view[written:]
+
+
+def _say(line: str) -> None:
+    """One line on stderr, never more; swallow a closed stderr."""
+    try:
+        os.write(2, (line.replace("\n", " ")[:300] + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def run(event: str, raw: bytes | None = None) -> int:
+    """Run one hook invocation; always returns 0."""
+    started_ns = time.time_ns()
+    try:
+        _run(event, started_ns, read_stdin() if raw is None else raw)
+    except BaseException as exc:  # the last line of defence: never raise, never exit non-zero
+        _say(f"memhealth hook {event}: internal error: {type(exc).__name__}: {exc}")
+    return 0
+
+
+def _run(event: str, started_ns: int, raw: bytes) -> None:
+    from memhealth.config import defaults, load
+    from memhealth.project import Project
+
+    payload, invalid = parse_payload(raw)
+    if event not in EVENTS:
+        invalid = Invalid("unknown_event", f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
+    cwd = _str(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    try:
+        project = Project.find(cwd)
+    except ProjectNotFound:
+        return  # not a memhealth project: a silent no-op, by design
+    except OSError:
+        return
+    session_id = session_id_of(payload)
+    hook = event if event in EVENTS else "unknown"
+
+    try:
+        cfg = load(project.state_dir)
+        config_error = None
+    except ConfigError as exc:
+        cfg, config_error = defaults(), exc
+
+    from telemetry import record
+
+    trace = record.Trace()
+    spill_base = {"kind": "heartbeat", "hook": hook, "session_id": session_id, "pid": os.getpid(),
+                  "trace_id": trace.trace_id, "started_ns": started_ns}
+
+    # 1. the heartbeat row, before any work
+    conn = hb_id = None
+    try:
+        from memory_core.db import connect
+
+        conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
+        if os.path.exists(project.spill_path):
+            record.drain_spill(conn, project.spill_path)
+        hb_id = record.heartbeat_start(conn, hook, session_id, trace.trace_id, started_ns)
+    except (StoreError, MemoryCoreError, OSError) as exc:
+        reason = getattr(exc, "reason", "store")
+        record.spill(project.spill_path, {**spill_base, "ended_ns": time.time_ns(),
+                                          "outcome": "error", "reason": reason, "detail": str(exc)[:500]})
+        _say(f"memhealth hook {hook}: {exc} (recorded in {project.spill_path})")
+        return
+
+    # 2. the work
+    outcome, reason, detail = "ok", None, None
+    ctx = None
+    problem = invalid or config_error
+    root = trace.span(f"memhealth.hook {hook}", kind="internal")
+    root.update({"memhealth.hook": hook, "session.id": session_id or ""})
+    prompt_id = _str(payload, "prompt_id")
+    if prompt_id:
+        root.set("prompt.id", prompt_id[:200])
+    try:
+        if invalid is not None and invalid.reason not in ("invalid_utf8",):
+            raise invalid
+        ctx = HookContext(hook, payload, project, cfg, conn, trace, root, session_id, started_ns)
+        from memhealth import handlers
+
+        text = handlers.HANDLERS[hook](ctx)
+        if text and hook in CONTEXT_EVENTS:
+            try:
+                emit(hook, text)
+            except OSError as exc:  # BrokenPipeError and friends: the reader went away
+                ctx.problem("stdout_closed", f"could not write context to stdout: {exc.strerror or exc}")
+        if ctx.problems:
+            reason, detail = ctx.problems[0]
+            outcome = "error"
+    except (MemhealthError, MemoryCoreError) as exc:
+        outcome, reason, detail = "error", getattr(exc, "reason", "error"), str(exc)
+    except Exception as exc:  # a bug in a handler is recorded, never raised
+        outcome, reason, detail = "error", "exception", f"{type(exc).__name__}: {exc}"
+    if problem is not None and outcome == "ok":
+        outcome, reason, detail = "error", problem.reason, str(problem)
+    if outcome != "ok":
+        root.fail(detail or reason or "error", reason)
+    root.end()
+
+    # 3+4. spans, decisions and the completed heartbeat, in one transaction
+    decisions = ctx.decisions if ctx is not None else []
+    try:
+        record.heartbeat_finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
+                                trace=trace, decisions=decisions)
+    except (StoreError, MemoryCoreError) as exc:
+        record.spill(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
+                                          "outcome": outcome if outcome != "ok" else "error",
+                                          "reason": reason or getattr(exc, "reason", "store"),
+                                          "detail": (detail or str(exc))[:500]})
+        for decision in decisions:
+            record.spill(project.spill_path, {"kind": "decision", "row": decision})
+        _say(f"memhealth hook {hook}: {exc} (recorded in {project.spill_path})")
+        return
+    if outcome != "ok":
+        _say(f"memhealth hook {hook}: {reason}: {detail}")
+
+
+def main(argv: list[str]) -> None:
+    """Entry point for `memhealth hook EVENT`: exits 0, skipping interpreter teardown."""
+    event = argv[0] if argv else ""
+    run(event)
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os._exit(0)

@@ -1,0 +1,141 @@
+"""Open the per-project store: driver choice, pragmas, migrations, write transactions.
+
+    conn = connect(path)                 # WAL, busy_timeout, migrated to the latest schema
+    with write(conn):                    # BEGIN IMMEDIATE ... COMMIT
+        conn.execute("INSERT ...")
+
+Driver: pyenv and python.org CPython builds often lack `enable_load_extension`, so
+sqlite-vec cannot load through the stdlib module. pysqlite3-binary ships SQLite 3.51 with
+extension loading and imports faster than the stdlib module; the stdlib module is the
+fallback (vectors then work only if that build can load extensions).
+"""
+
+from __future__ import annotations
+
+import os
+
+try:  # pragma: no cover - which branch runs depends on the platform
+    from pysqlite3 import dbapi2 as sqlite3
+
+    DRIVER = "pysqlite3"
+except ImportError:  # pragma: no cover
+    import sqlite3  # type: ignore[no-redef]
+
+    DRIVER = "sqlite3"
+
+from memory_core.errors import StoreCorrupt, StoreError, StoreLocked, StoreReadOnly
+
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+
+
+def classify(exc: BaseException) -> StoreError:
+    """Map a driver exception to the store error a user can act on."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return StoreLocked(f"database is locked: {exc}")
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StoreCorrupt(f"database is corrupt: {exc}")
+    if "readonly" in text or "read-only" in text or "unable to open" in text or "permission" in text:
+        return StoreReadOnly(f"database is not writable: {exc}")
+    return StoreError(f"database error: {exc}")
+
+
+class write:
+    """`with write(conn):` runs the block in BEGIN IMMEDIATE, so a writer takes the lock
+    up front: busy_timeout cannot rescue a deferred read-to-write upgrade (REFERENCE §11)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise classify(exc) from exc
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error as err:
+                self._rollback()
+                raise classify(err) from err
+            return False
+        self._rollback()
+        if isinstance(exc, sqlite3.Error):
+            raise classify(exc) from exc
+        return False
+
+    def _rollback(self):
+        try:
+            self.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: bool = True,
+            migrate: bool = True):
+    """Open (and create/migrate) the store at `path`; raise a StoreError subclass on failure."""
+    path = os.fspath(path)
+    if not create and not os.path.exists(path):
+        raise StoreError(f"no database at {path}")
+    new = not os.path.exists(path)
+    old_umask = os.umask(0o077) if new else None  # state is readable by its owner only
+    try:
+        conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if migrate:
+            from memory_core.schema import ensure_schema
+
+            ensure_schema(conn)
+    except sqlite3.Error as exc:
+        raise classify(exc) from exc
+    finally:
+        if old_umask is not None:
+            os.umask(old_umask)
+    return conn
+
+
+_VEC_LOADED: dict[int, bool] = {}
+
+
+def load_vec(conn) -> bool:
+    """Load sqlite-vec into `conn`; False (never raises) when this interpreter cannot."""
+    key = id(conn)
+    if key in _VEC_LOADED:
+        return _VEC_LOADED[key]
+    ok = False
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        try:
+            sqlite_vec.load(conn)
+        finally:
+            conn.enable_load_extension(False)
+        ok = True
+    except Exception:  # AttributeError (no enable_load_extension), ImportError, load failure
+        ok = False
+    _VEC_LOADED[key] = ok
+    return ok
+
+
+def vec_unavailable_reason() -> str:
+    """One line saying why sqlite-vec cannot load here, or '' when it can."""
+    try:
+        import sqlite_vec  # noqa: F401
+    except ImportError:
+        return "the sqlite-vec package is not installed in this interpreter"
+    conn = sqlite3.connect(":memory:")
+    try:
+        if not hasattr(conn, "enable_load_extension"):
+            return f"{DRIVER} was built without enable_load_extension"
+        return "" if load_vec(conn) else "sqlite-vec failed to load"
+    finally:
+        _VEC_LOADED.pop(id(conn), None)
+        conn.close()

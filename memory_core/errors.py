@@ -1,0 +1,40 @@
+"""Errors raised by the memory core.
+
+    MemoryCoreError              base: catch this at a boundary (hook, CLI)
+     ├── StoreError              the database cannot be opened, migrated or written
+     │    ├── StoreLocked        another writer held the lock past busy_timeout
+     │    ├── StoreCorrupt       not a database, or malformed
+     │    └── StoreReadOnly      the file or its directory is not writable
+     ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
+     └── DimensionMismatch       a vector of the wrong width was offered to the store
+"""
+
+
+class MemoryCoreError(Exception):
+    """Base class for every error the memory core raises on purpose."""
+
+    reason = "error"  # a short failure family, used as a heartbeat reason and metric label
+
+
+class StoreError(MemoryCoreError):
+    reason = "store"
+
+
+class StoreLocked(StoreError):
+    reason = "db_locked"
+
+
+class StoreCorrupt(StoreError):
+    reason = "db_corrupt"
+
+
+class StoreReadOnly(StoreError):
+    reason = "db_readonly"
+
+
+class VectorUnavailable(MemoryCoreError):
+    reason = "vector_unavailable"
+
+
+class DimensionMismatch(MemoryCoreError):
+    reason = "dimension_mismatch"

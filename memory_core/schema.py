@@ -1,0 +1,249 @@
+"""Numbered schema migrations. Append only: a committed migration is never edited.
+
+The schema version is `PRAGMA user_version`. An old database opens with new code: every
+migration above its version runs in one BEGIN IMMEDIATE transaction. A database newer than
+this code is refused rather than guessed at.
+
+The vector table (`chunks_vec`, sqlite-vec) is not created here: its width comes from
+config and the extension may be missing; see `memory_core.vectors`.
+"""
+
+from __future__ import annotations
+
+from memory_core.errors import StoreError
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial store", """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- memory: what ingesters produce and search reads
+CREATE TABLE chunks (
+    id            INTEGER PRIMARY KEY,
+    source        TEXT NOT NULL,      -- docs | memory | ledger | transcript | git
+    path          TEXT NOT NULL,      -- project-relative where possible
+    line_start    INTEGER,
+    line_end      INTEGER,
+    kind          TEXT,               -- heading, memory type, role, commit
+    title         TEXT,
+    content       TEXT NOT NULL,
+    content_hash  TEXT NOT NULL,
+    signal_weight REAL NOT NULL DEFAULT 10,
+    attrs         TEXT,               -- JSON object
+    created_ns    INTEGER NOT NULL
+);
+CREATE INDEX chunks_by_path ON chunks(source, path);
+CREATE UNIQUE INDEX chunks_dedup ON chunks(source, path, content_hash, ifnull(line_start, -1));
+
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    title, content, content='chunks', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, title, content) VALUES (new.id, new.title, new.content);
+END;
+CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, content)
+    VALUES ('delete', old.id, old.title, old.content);
+END;
+CREATE TRIGGER chunks_au AFTER UPDATE OF title, content ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, content)
+    VALUES ('delete', old.id, old.title, old.content);
+    INSERT INTO chunks_fts(rowid, title, content) VALUES (new.id, new.title, new.content);
+END;
+
+-- ingest: one watermark per (source, file); one log row per failure or run
+CREATE TABLE watermarks (
+    source     TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    mtime_ns   INTEGER,
+    size       INTEGER,
+    offset     INTEGER,               -- byte offset for append-only files
+    state      TEXT,                  -- JSON, source-specific
+    updated_ns INTEGER NOT NULL,
+    PRIMARY KEY (source, path)
+);
+CREATE TABLE ingest_log (
+    id      INTEGER PRIMARY KEY,
+    ts_ns   INTEGER NOT NULL,
+    source  TEXT NOT NULL,
+    path    TEXT,
+    outcome TEXT NOT NULL,            -- ok | error | budget
+    reason  TEXT,
+    detail  TEXT,
+    chunks  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX ingest_log_by_ts ON ingest_log(ts_ns);
+
+-- reliability: a heartbeat row per hook invocation, written before work
+CREATE TABLE heartbeats (
+    id         INTEGER PRIMARY KEY,
+    hook       TEXT NOT NULL,         -- session-start | prompt | ... | gate
+    session_id TEXT,
+    pid        INTEGER,
+    trace_id   TEXT,
+    started_ns INTEGER NOT NULL,
+    ended_ns   INTEGER,               -- NULL while running (or killed)
+    outcome    TEXT,                  -- NULL while running; ok | error | killed
+    reason     TEXT,                  -- failure family
+    detail     TEXT
+);
+CREATE INDEX heartbeats_by_hook ON heartbeats(hook, started_ns);
+CREATE INDEX heartbeats_open ON heartbeats(started_ns) WHERE outcome IS NULL;
+CREATE INDEX heartbeats_by_started ON heartbeats(started_ns);
+
+-- rollups kept current on write, so a scrape never scans raw rows. Counters and
+-- histogram parts (name_bucket with an "le" label, name_sum, name_count) accumulate;
+-- gauges are set. labels is canonical JSON (sorted keys).
+CREATE TABLE rollups (
+    metric TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    value  REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (metric, labels)
+) WITHOUT ROWID;
+
+-- injection: a decision row for every prompt (the denominator)
+CREATE TABLE decisions (
+    id            INTEGER PRIMARY KEY,
+    ts_ns         INTEGER NOT NULL,
+    hook          TEXT NOT NULL,
+    session_id    TEXT,
+    prompt_id     TEXT,
+    trace_id      TEXT,
+    prompt_hash   TEXT,
+    prompt_len    INTEGER,
+    outcome       TEXT NOT NULL,      -- no_intent | system_turn | below_relevance | capped | injected | suppressed_ablation
+    intent        TEXT,
+    retrieval_ms  REAL,
+    detail        TEXT                -- JSON: the gate arithmetic
+);
+CREATE INDEX decisions_by_ts ON decisions(ts_ns);
+CREATE INDEX decisions_by_session ON decisions(session_id, ts_ns);
+
+-- per-session delivery caps and dedup
+CREATE TABLE deliveries (
+    session_id  TEXT NOT NULL,
+    key         TEXT NOT NULL,        -- thread:<id> | dnr | stale | chunk:<id> | cue:<id>
+    count       INTEGER NOT NULL DEFAULT 0,
+    first_ns    INTEGER NOT NULL,
+    last_ns     INTEGER NOT NULL,
+    PRIMARY KEY (session_id, key)
+);
+
+-- telemetry outbox: spans recorded by short-lived processes, exported later
+CREATE TABLE spans (
+    id             INTEGER PRIMARY KEY,
+    trace_id       TEXT NOT NULL,
+    span_id        TEXT NOT NULL,
+    parent_span_id TEXT,
+    name           TEXT NOT NULL,
+    kind           TEXT NOT NULL DEFAULT 'internal',
+    start_ns       INTEGER NOT NULL,
+    end_ns         INTEGER NOT NULL,
+    status_code    TEXT NOT NULL DEFAULT 'unset',   -- unset | ok | error
+    status_message TEXT,
+    attributes     TEXT,                            -- JSON object
+    events         TEXT                             -- JSON list
+);
+
+-- degradations: logged once per process and reason
+CREATE TABLE degradations (
+    id        INTEGER PRIMARY KEY,
+    ts_ns     INTEGER NOT NULL,
+    component TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    detail    TEXT,
+    pid       INTEGER
+);
+CREATE INDEX degradations_by_ts ON degradations(ts_ns);
+
+-- the gate: one row per run, one per check
+CREATE TABLE gate_runs (
+    id          INTEGER PRIMARY KEY,
+    ts_ns       INTEGER NOT NULL,
+    session_id  TEXT,
+    total       INTEGER NOT NULL,
+    green       INTEGER NOT NULL,
+    red         INTEGER NOT NULL,
+    verdict     TEXT NOT NULL,        -- green | red
+    duration_ms REAL
+);
+CREATE TABLE gate_checks (
+    run_id      INTEGER NOT NULL REFERENCES gate_runs(id),
+    name        TEXT NOT NULL,
+    status      TEXT NOT NULL,        -- green | note | red
+    state       TEXT,
+    detail      TEXT,
+    fix         TEXT,
+    duration_ms REAL,
+    PRIMARY KEY (run_id, name)
+);
+CREATE TABLE novelty (
+    id          INTEGER PRIMARY KEY,
+    ts_ns       INTEGER NOT NULL,
+    session_id  TEXT,
+    render_hash TEXT NOT NULL,
+    corpus_sig  TEXT NOT NULL
+);
+
+-- the alert budget: one row per decision
+CREATE TABLE alert_decisions (
+    id          INTEGER PRIMARY KEY,
+    ts_ns       INTEGER NOT NULL,
+    route       TEXT NOT NULL,
+    alertname   TEXT NOT NULL,
+    fingerprint TEXT,
+    severity    TEXT,
+    status      TEXT,                 -- firing | resolved
+    decision    TEXT NOT NULL,        -- paged | folded | deduped | noted
+    detail      TEXT
+);
+CREATE INDEX alert_decisions_by_route ON alert_decisions(route, ts_ns);
+"""),
+]
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def ensure_schema(conn) -> int:
+    """Bring `conn`'s database to LATEST; return the version it had before."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version == LATEST:
+        return version
+    if version > LATEST:
+        raise StoreError(
+            f"database schema v{version} is newer than this memhealth (v{LATEST}); upgrade memhealth"
+        )
+    if version == 0:
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()  # another process may have won
+        for number, _title, sql in MIGRATIONS:
+            if number > version:
+                for statement in _split(sql):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return version
+
+
+def _split(sql: str) -> list[str]:
+    """Split a migration into statements (executescript would COMMIT our transaction)."""
+    from memory_core.db import sqlite3
+
+    statements, buf = [], ""
+    for line in sql.splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not buf.strip():
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements

@@ -1,0 +1,84 @@
+"""The single definition of every metric memhealth exports.
+
+    for m in METRICS: print(m.name, m.type, m.labels)
+    CATALOG["memhealth_hook_duration_seconds"].buckets
+
+The Prometheus collector, the OTel metric export, the dashboard/alert generator and the
+tests read this module; nothing else spells a metric name. Standard library only: the hook
+path imports it for histogram buckets and label vocabularies.
+"""
+
+from __future__ import annotations
+
+HOOKS = ("session-start", "prompt", "pre-tool", "post-tool", "pre-compact", "stop", "session-end")
+HOOK_OUTCOMES = ("ok", "error", "killed")
+INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "injected",
+                      "suppressed_ablation")
+GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
+EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
+                    "fallback_mismatch", "not_configured")
+ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
+
+# Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
+HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+RETRIEVAL_DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class Metric:
+    """One exported metric: name, type (counter|gauge|histogram), unit, help, labels."""
+
+    __slots__ = ("name", "type", "unit", "help", "labels", "buckets", "label_values")
+
+    def __init__(self, name, type, unit, help, labels=(), buckets=None, label_values=None):
+        self.name = name
+        self.type = type
+        self.unit = unit
+        self.help = help
+        self.labels = tuple(labels)
+        self.buckets = buckets
+        self.label_values = label_values or {}  # label -> closed vocabulary, exported as 0 when absent
+
+    def __repr__(self) -> str:
+        return f"Metric({self.name!r}, {self.type!r})"
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("memhealth_hook_invocations_total", "counter", "1",
+           "Hook invocations by hook and outcome (killed = started, never completed).",
+           ("hook", "outcome"), label_values={"hook": HOOKS, "outcome": HOOK_OUTCOMES}),
+    Metric("memhealth_hook_duration_seconds", "histogram", "s",
+           "Wall time of completed hook invocations.", ("hook",), buckets=HOOK_DURATION_BUCKETS,
+           label_values={"hook": HOOKS}),
+    Metric("memhealth_hook_last_success_timestamp_seconds", "gauge", "s",
+           "Unix time of the last successful invocation of each hook.", ("hook",)),
+    Metric("memhealth_gate_check_status", "gauge", "1",
+           "Latest status of each gate check: 0 green, 1 note, 2 red.", ("check",)),
+    Metric("memhealth_gate_runs_total", "counter", "1",
+           "Gate runs by verdict.", ("verdict",), label_values={"verdict": ("green", "red")}),
+    Metric("memhealth_embedding_state", "gauge", "1",
+           "1 for the embedding path's current state, 0 for the others.", ("state",),
+           label_values={"state": EMBEDDING_STATES}),
+    Metric("memhealth_embedding_probe_duration_seconds", "gauge", "s",
+           "Wall time of the latest embedding probe."),
+    Metric("memhealth_embedding_warmup_seconds", "gauge", "s",
+           "Warm-up time of the latest cold start seen by the probe (0 when warm)."),
+    Metric("memhealth_injection_decisions_total", "counter", "1",
+           "Prompt injection decisions by cascade outcome (every prompt writes one).", ("outcome",),
+           label_values={"outcome": INJECTION_OUTCOMES}),
+    Metric("memhealth_retrieval_duration_seconds", "histogram", "s",
+           "Wall time of memory retrieval on the prompt path.", buckets=RETRIEVAL_DURATION_BUCKETS),
+    Metric("memhealth_ingest_watermark_age_seconds", "gauge", "s",
+           "Age of the newest ingest watermark per source.", ("source",)),
+    Metric("memhealth_chunks", "gauge", "1", "Chunks in the store per source.", ("source",)),
+    Metric("memhealth_vector_coverage_ratio", "gauge", "1",
+           "Share of chunks that have a vector (1 when there are no chunks)."),
+    Metric("memhealth_degradations_total", "counter", "1",
+           "Degradations (fallbacks taken) by component and reason.", ("component", "reason")),
+    Metric("memhealth_alert_decisions_total", "counter", "1",
+           "Alert budget decisions by route and decision.", ("route", "decision"),
+           label_values={"decision": ALERT_DECISIONS}),
+    Metric("memhealth_alert_budget_remaining", "gauge", "1",
+           "Pages left in the current budget window per route.", ("route",)),
+)
+
+CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}
