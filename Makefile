@@ -1,0 +1,38 @@
+# memhealth: the README's two commands are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test system-deps bench lint generate check-generated clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/memhealth demo
+
+# Debian's prometheus and prometheus-alertmanager give the tests promtool, amtool and real
+# servers. Installed when apt-get is available and we are root; otherwise tests that need
+# them fail in CI (CI=true) and skip elsewhere, saying why.
+system-deps:
+	@if command -v promtool >/dev/null && command -v amtool >/dev/null; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager >/dev/null; \
+	else echo "note: promtool/amtool missing and apt-get unavailable; those tests will skip"; fi
+
+test: system-deps $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) demo-project benchmarks/results .pytest_cache

@@ -1,0 +1,53 @@
+"""Shared measuring tools for the benchmarks: the interpreter floor, timed subprocesses,
+percentiles. Every figure is a ratio to a floor measured in the same run, never an
+absolute timing compared across machines."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+PYTHON = sys.executable
+FLOOR_CMD = [PYTHON, "-c", "import sqlite3, json"]
+
+
+def time_cmd(cmd, stdin: bytes = b"", env=None, cwd=None, repeat: int = 15, warmup: int = 2) -> list[float]:
+    """Wall seconds of `repeat` runs of a command (after `warmup` unmeasured runs)."""
+    samples = []
+    for i in range(warmup + repeat):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, input=stdin, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False, timeout=120)
+        dt = time.perf_counter() - t0
+        if i >= warmup:
+            samples.append(dt)
+    return samples
+
+
+def floor(repeat: int = 15) -> list[float]:
+    return time_cmd(FLOOR_CMD, repeat=repeat)
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    if not ordered:
+        return float("nan")
+    idx = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[idx]
+
+
+def summary(samples: list[float]) -> dict:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples),
+            "p95": pct(samples, 95), "n": len(samples)}
+
+
+def row(name: str, value: float, unit: str, target: str = "", note: str = "", **extra) -> dict:
+    return {"name": name, "value": value, "unit": unit, "target": target, "note": note, **extra}
+
+
+def memhealth_cmd() -> list[str]:
+    script = os.path.join(os.path.dirname(PYTHON), "memhealth")
+    return [script] if os.path.exists(script) else [PYTHON, "-m", "memhealth"]
