@@ -248,7 +248,7 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
-def reap_killed(conn, killed_after_s: float, now_ns: int | None = None, min_age_s: float = 1.0) -> int:
+def reap_killed(conn, killed_after_s: float, now_ns: int | None = None, min_age_s: float = 0.0) -> int:
     """Mark started-but-never-completed heartbeats as killed; return how many.
 
     A row is killed when its process is gone (and the row is older than `min_age_s`), or

@@ -1,0 +1,74 @@
+"""Hook wall time as a ratio to the interpreter floor `python -c "import sqlite3, json"`.
+
+Figures: the stop hook (heartbeat rows only), the prompt hook on a non-intent prompt
+(target ≤ 2.0×; the reference design's prompt hook is 7.7×), and the prompt hook with intent
+and BM25 retrieval on a 20k-chunk store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+from common import floor, memhealth_cmd, row, summary, time_cmd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+WORDS = ("ledger writer queue snapshot compactor projection replay stream sequence event "
+         "append batch latency idempotency request proxy retry backup checkpoint vacuum index "
+         "schema migration cursor shard tenant quota budget alert probe heartbeat gate").split()
+
+
+def _project(tmp: str, chunks: int) -> str:
+    root = os.path.join(tmp, f"p{chunks}")
+    os.makedirs(root)
+    subprocess.run(memhealth_cmd() + ["init", "--project", root], check=True, capture_output=True)
+    if chunks:
+        from memory_core.db import connect, write
+
+        rng = random.Random(7)
+        conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+        with write(conn):
+            conn.executemany(
+                "INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
+                "created_ns) VALUES ('docs', ?, 1, 20, 'heading', ?, ?, ?, 0)",
+                [(f"docs/f{i // 10}.md", " ".join(rng.choices(WORDS, k=3)),
+                  " ".join(rng.choices(WORDS, k=80)) + f" token{i}", f"h{i}") for i in range(chunks)])
+        conn.close()
+    return root
+
+
+def _stdin(root: str, event: str, **fields) -> bytes:
+    return json.dumps({"session_id": "bench", "cwd": root, "hook_event_name": event,
+                       "transcript_path": os.path.join(root, "t.jsonl"), **fields}).encode()
+
+
+def bench(quick: bool = False) -> list[dict]:
+    repeat = 9 if quick else 25
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        small = _project(tmp, 0)
+        big = _project(tmp, 20_000)
+        cmd = memhealth_cmd()
+        cases = [
+            ("hook stop (heartbeat rows only)", small, "stop", {}),
+            ("hook prompt, non-intent", small, "prompt", {"prompt": "thanks, that looks right"}),
+            ("hook prompt, intent + BM25 retrieval, 20k chunks", big, "prompt",
+             {"prompt": "should we rebuild the snapshot compactor replay for tenant quota alerts?"}),
+        ]
+        base = summary(floor(repeat))
+        out.append(row("floor: python -c 'import sqlite3, json'", base["median"] * 1000, "ms",
+                       note=f"min {base['min'] * 1000:.1f} max {base['max'] * 1000:.1f}"))
+        targets = {"hook prompt, non-intent": "<= 2.0x"}
+        for name, root, event, fields in cases:
+            s = summary(time_cmd(cmd + ["hook", event], stdin=_stdin(root, event, **fields), cwd=root,
+                                 repeat=repeat))
+            out.append(row(name, s["median"] / base["median"], "x floor", targets.get(name, ""),
+                           note=f"median {s['median'] * 1000:.1f} ms (min {s['min'] * 1000:.1f}, "
+                                f"max {s['max'] * 1000:.1f})"))
+    return out

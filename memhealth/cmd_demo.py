@@ -1,0 +1,22 @@
+"""`memhealth demo`: the README's main job."""
+
+from __future__ import annotations
+
+
+def register(sub):
+    p = sub.add_parser(
+        "demo", help="create a sample project and drive a session through the real hooks",
+        description="Create a sample project from files memhealth ships, ingest it, drive a "
+                    "realistic session through the real hook entry points (startup, prompts with "
+                    "and without intent, a machine turn, tool use, compaction, session end), then "
+                    "print the verdict line, the injection decisions and a metrics excerpt.")
+    p.add_argument("--dir", metavar="DIR", default=None,
+                   help="where to create the sample project (default: a new temp directory)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    from memhealth.demo import run_demo
+
+    return run_demo(args.dir)

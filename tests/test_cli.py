@@ -1,0 +1,53 @@
+"""The CLI surface: every command has help; the hook path stays cheap to import."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memhealth.cli import COMMANDS, build_parser
+from tests.conftest import clean_env, memhealth_cmd, payload, run_cli
+
+
+def available_commands():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sub.choices
+
+
+def test_every_command_has_help_text():
+    choices = available_commands()
+    assert {"init", "hook", "demo"} <= set(choices)
+    for name, sub in choices.items():
+        assert name in COMMANDS
+        assert sub.description and len(sub.description) > 20, name
+        proc = run_cli(name, "--help")
+        assert proc.returncode == 0 and "usage:" in proc.stdout, name
+
+
+def test_no_command_prints_help_and_exits_2():
+    proc = run_cli()
+    assert proc.returncode == 2 and "COMMAND" in proc.stdout
+
+
+HEAVY = ("httpx", "prometheus_client", "opentelemetry", "argparse", "tomllib", "sqlite_vec", "grpc")
+
+
+@pytest.mark.parametrize("prompt", ["thanks, looks good", "<task-notification>\n<task-id>x</task-id>"])
+def test_the_prompt_hook_on_a_non_intent_prompt_imports_nothing_heavy(project, prompt):
+    import subprocess
+
+    # warm the config cache the way a real session does after its first hook
+    subprocess.run(memhealth_cmd() + ["hook", "stop"], input=json.dumps(payload("stop", project)).encode(),
+                   cwd=str(project), env=clean_env(), capture_output=True, timeout=30)
+    proc = subprocess.run(memhealth_cmd() + ["hook", "prompt"],
+                          input=json.dumps(payload("prompt", project, prompt=prompt)).encode(),
+                          cwd=str(project), env=clean_env(PYTHONPROFILEIMPORTTIME="1"),
+                          capture_output=True, timeout=30)
+    assert proc.returncode == 0
+    loaded = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
+              if line.startswith("import time:")}
+    assert "memhealth.hooks" in loaded  # the measurement saw the hook path
+    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+    assert heavy == []
