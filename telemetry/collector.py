@@ -1,0 +1,332 @@
+"""Prometheus exposition of one project's store, read from rollups and small tables.
+
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(project.db_path, killed_after_s=900.0))
+    registry.get_sample_value("memhealth_hook_invocations_total", {"hook": "prompt", "outcome": "ok"})
+
+A scrape never scans raw heartbeat, span or decision rows: counters and histograms come
+from the `rollups` table that writers keep current, gauges from small tables (watermarks,
+the latest gate run, meta) and two indexed counts (chunks per source, outbox backlog by
+primary-key range). `describe()` is defined so registering the collector never queries
+SQLite (REFERENCE §9: without it the registry calls `collect()` at registration).
+
+`read_families()` is the library part (standard library only); the OTLP metric export in
+`telemetry.export` reads the same families, so both views always agree.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from memory_core.db import connect, sqlite3
+from memory_core.errors import StoreError
+from telemetry.catalog import CATALOG, EMBEDDING_STATES, GATE_STATUS_VALUES, METRICS, Metric
+
+INF = float("inf")
+MAX_LABEL_CHARS = 120  # a label value is a bounded word, never text
+META_EXPORT_LAST_ID = "export.spans.last_id"
+META_EXPORT_LAST_SUCCESS = "export.last_success_ns"
+
+# Gauges computed from tables at scrape time; a rollup row of the same name is ignored.
+COMPUTED = frozenset({
+    "memhealth_chunks", "memhealth_vector_coverage_ratio", "memhealth_ingest_watermark_age_seconds",
+    "memhealth_gate_check_status", "memhealth_outbox_backlog_spans",
+    "memhealth_export_last_success_timestamp_seconds", "memhealth_scrape_errors_total",
+})
+
+
+class Histogram:
+    """One histogram series: non-cumulative counts per upper bound, sum and count."""
+
+    __slots__ = ("counts", "sum", "count")
+
+    def __init__(self):
+        self.counts: dict[float, float] = {}
+        self.sum = 0.0
+        self.count = 0.0
+
+    def cumulative(self, bounds) -> list[tuple[float, float]]:
+        """[(bound, observations <= bound)] for each bound, then (+Inf, total)."""
+        items = sorted(self.counts.items())
+        out, running, i = [], 0.0, 0
+        for bound in bounds:
+            while i < len(items) and items[i][0] <= bound:
+                running += items[i][1]
+                i += 1
+            out.append((float(bound), running))
+        total = sum(v for _, v in items)
+        out.append((INF, total))
+        return out
+
+
+class Family:
+    """One metric's samples: `samples` maps a label tuple to a float or a Histogram."""
+
+    __slots__ = ("metric", "samples")
+
+    def __init__(self, metric: Metric):
+        self.metric = metric
+        self.samples: dict[tuple, float | Histogram] = {}
+
+    def labels_of(self, key: tuple) -> dict[str, str]:
+        return dict(zip(self.metric.labels, key, strict=True))
+
+
+def _key(metric: Metric, labels: dict, extra: tuple = ()) -> tuple | None:
+    """Label values in catalog order, or None when the row's label set does not match."""
+    if set(labels) != set(metric.labels) | set(extra):
+        return None
+    return tuple(str(labels[name])[:MAX_LABEL_CHARS] for name in metric.labels)
+
+
+def _table_exists(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def _meta(conn, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def vector_count(conn) -> int | None:
+    """Rows in the sqlite-vec table without loading the extension (its rowid shadow table);
+    None when there is no vector table."""
+    for table in ("chunks_vec_rowids",):
+        if _table_exists(conn, table):
+            return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    if _table_exists(conn, "chunks_vec"):
+        try:
+            return conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
+        except sqlite3.Error:
+            return None
+    return None
+
+
+def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | None = 900.0,
+                  scrape_errors: float = 0.0) -> list[Family]:
+    """Every catalog metric with its current samples, read cheaply from `conn`.
+
+    Reaps killed heartbeats first when `killed_after_s` is given (best effort: a locked
+    store still gets read). Closed label vocabularies are filled with zeros."""
+    now_ns = now_ns or time.time_ns()
+    if killed_after_s is not None:
+        from telemetry import record
+
+        try:
+            record.reap_killed(conn, killed_after_s, now_ns=now_ns)
+        except (StoreError, sqlite3.Error):
+            pass
+    families = {m.name: Family(m) for m in METRICS}
+
+    # rollups: counters, set gauges, histogram parts
+    parts = {}
+    for m in METRICS:
+        if m.type == "histogram":
+            parts[m.name + "_bucket"] = (m, "bucket")
+            parts[m.name + "_sum"] = (m, "sum")
+            parts[m.name + "_count"] = (m, "count")
+    for name, labels_json, value in conn.execute("SELECT metric, labels, value FROM rollups"):
+        try:
+            labels = json.loads(labels_json)
+        except ValueError:
+            continue
+        if not isinstance(labels, dict):
+            continue
+        if name in CATALOG and CATALOG[name].type != "histogram" and name not in COMPUTED:
+            fam = families[name]
+            key = _key(fam.metric, labels)
+            if key is not None:
+                fam.samples[key] = fam.samples.get(key, 0.0) + float(value) \
+                    if fam.metric.type == "counter" else float(value)
+        elif name in parts:
+            metric, part = parts[name]
+            fam = families[metric.name]
+            key = _key(metric, labels, ("le",) if part == "bucket" else ())
+            if key is None:
+                continue
+            hist = fam.samples.setdefault(key, Histogram())
+            if part == "bucket":
+                try:
+                    bound = float(labels["le"])
+                except ValueError:
+                    continue
+                hist.counts[bound] = hist.counts.get(bound, 0.0) + float(value)
+            elif part == "sum":
+                hist.sum += float(value)
+            else:
+                hist.count += float(value)
+
+    # gauges from small tables
+    fam = families["memhealth_chunks"]
+    total_chunks = 0
+    for source, count in conn.execute("SELECT source, count(*) FROM chunks GROUP BY source"):
+        fam.samples[(str(source)[:MAX_LABEL_CHARS],)] = float(count)
+        total_chunks += count
+    vectors = vector_count(conn)
+    ratio = 1.0 if total_chunks == 0 else min(1.0, (vectors or 0) / total_chunks)
+    families["memhealth_vector_coverage_ratio"].samples[()] = ratio
+
+    fam = families["memhealth_ingest_watermark_age_seconds"]
+    for source, newest in conn.execute("SELECT source, max(updated_ns) FROM watermarks GROUP BY source"):
+        fam.samples[(str(source)[:MAX_LABEL_CHARS],)] = max(0.0, (now_ns - newest) / 1e9)
+
+    latest = conn.execute("SELECT max(id) FROM gate_runs").fetchone()[0]
+    current_state = None
+    if latest is not None:
+        fam = families["memhealth_gate_check_status"]
+        for name, status, state in conn.execute(
+                "SELECT name, status, state FROM gate_checks WHERE run_id = ?", (latest,)):
+            if status in GATE_STATUS_VALUES:
+                fam.samples[(str(name)[:MAX_LABEL_CHARS],)] = float(GATE_STATUS_VALUES[status])
+            if state in EMBEDDING_STATES and current_state is None:
+                current_state = state
+    fam = families["memhealth_embedding_state"]
+    if not any(fam.samples.values()) and current_state is not None:
+        fam.samples = {(s,): 1.0 if s == current_state else 0.0 for s in EMBEDDING_STATES}
+
+    last_id = int(_meta(conn, META_EXPORT_LAST_ID) or 0)
+    (backlog,) = conn.execute("SELECT count(*) FROM spans WHERE id > ?", (last_id,)).fetchone()
+    families["memhealth_outbox_backlog_spans"].samples[()] = float(backlog)
+    last_ok = int(_meta(conn, META_EXPORT_LAST_SUCCESS) or 0)
+    families["memhealth_export_last_success_timestamp_seconds"].samples[()] = last_ok / 1e9
+    families["memhealth_scrape_errors_total"].samples[()] = float(scrape_errors)
+
+    for fam in families.values():
+        _fill_known(fam)
+    return list(families.values())
+
+
+def _fill_known(fam: Family) -> None:
+    """Export 0 for known series: every value of each closed label vocabulary, for every
+    combination of the open labels seen (Prometheus instrumentation practice)."""
+    metric = fam.metric
+    closed = [name for name in metric.labels if name in metric.label_values]
+    if not metric.labels:
+        if not fam.samples and metric.type in ("counter", "histogram"):
+            fam.samples[()] = Histogram() if metric.type == "histogram" else 0.0
+        return
+    if not closed:
+        return
+    open_idx = [i for i, name in enumerate(metric.labels) if name not in metric.label_values]
+    if open_idx:
+        seen_open = {tuple(key[i] for i in open_idx) for key in fam.samples}
+    else:
+        seen_open = {()}
+    combos = [()]
+    for name in metric.labels:
+        if name in metric.label_values:
+            combos = [c + (v,) for c in combos for v in metric.label_values[name]]
+        else:
+            combos = [c + (None,) for c in combos]
+    for open_values in seen_open:
+        for combo in combos:
+            key, it = [], iter(open_values)
+            for value in combo:
+                key.append(next(it) if value is None else value)
+            key = tuple(key)
+            if key not in fam.samples:
+                fam.samples[key] = Histogram() if metric.type == "histogram" else 0.0
+
+
+class StoreCollector:
+    """A prometheus_client collector over one store; a failed read serves the last good values.
+
+        registry.register(StoreCollector(db_path))
+        generate_latest(registry)
+
+    Every scrape is bounded: the store is read under `deadline_s` (a progress handler
+    interrupts a slow query) after at most `busy_timeout_s` waiting on a lock, and a scrape
+    that cannot get the collector's own lock in time serves the last good values."""
+
+    def __init__(self, db_path: str, *, killed_after_s: float | None = 900.0, deadline_s: float = 2.0,
+                 busy_timeout_s: float = 0.5):
+        self.db_path = db_path
+        self.killed_after_s = killed_after_s
+        self.deadline_s = deadline_s
+        self.busy_timeout_s = busy_timeout_s
+        self.errors = 0
+        self.last_error: str | None = None
+        self.last_duration_s: float | None = None
+        self._last_good: list[Family] | None = None
+        self._conn = None
+        self._lock = threading.Lock()
+
+    def describe(self):
+        """The families without samples: registration never touches the database."""
+        for metric in METRICS:
+            yield _empty_family(metric)
+
+    def read(self) -> list[Family]:
+        """Read the store now (bounded); on failure count an error and return the last good."""
+        t0 = time.monotonic()
+        if not self._lock.acquire(timeout=self.deadline_s + self.busy_timeout_s):
+            return self._failed("another scrape is still reading the store")
+        try:
+            deadline = time.monotonic() + self.deadline_s
+            try:
+                if self._conn is None:
+                    self._conn = connect(self.db_path, busy_timeout_s=self.busy_timeout_s,
+                                         create=False, migrate=False)
+                conn = self._conn
+                conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+                try:
+                    families = read_families(conn, killed_after_s=self.killed_after_s,
+                                             scrape_errors=self.errors)
+                finally:
+                    conn.set_progress_handler(None, 0)
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+            except (StoreError, sqlite3.Error) as exc:
+                return self._failed(str(exc))
+            self._last_good = families
+            self.last_duration_s = time.monotonic() - t0
+            return families
+        finally:
+            self._lock.release()
+
+    def _failed(self, message: str) -> list[Family]:
+        self.errors += 1
+        self.last_error = message
+        families = self._last_good or [Family(m) for m in METRICS]
+        fam = next(f for f in families if f.metric.name == "memhealth_scrape_errors_total")
+        fam.samples[()] = float(self.errors)
+        return families
+
+    def collect(self):
+        for fam in self.read():
+            yield to_prometheus(fam)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _empty_family(metric: Metric):
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+    )
+
+    cls = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
+           "histogram": HistogramMetricFamily}[metric.type]
+    return cls(metric.name, metric.help, labels=metric.labels)
+
+
+def to_prometheus(fam: Family):
+    """A prometheus_client metric family from a Family (histogram buckets made cumulative)."""
+    from prometheus_client.utils import floatToGoString
+
+    out = _empty_family(fam.metric)
+    for key in sorted(fam.samples):
+        value = fam.samples[key]
+        if isinstance(value, Histogram):
+            buckets = [(floatToGoString(b), c) for b, c in value.cumulative(fam.metric.buckets or ())]
+            out.add_metric(list(key), buckets, value.sum)
+        else:
+            out.add_metric(list(key), value)
+    return out
