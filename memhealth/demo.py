@@ -17,7 +17,7 @@ import time
 import uuid
 from importlib import resources
 
-from memhealth.installer import init_project, launcher
+from memhealth.installer import init_project
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
 

@@ -7,7 +7,10 @@ output and error handling.
 
 from __future__ import annotations
 
-import hashlib
+try:  # the builtin module: hashlib would load OpenSSL, ~2 ms on every prompt
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b as _blake2b
 
 from memory_core.intent import classify, system_turn
 from memory_core.text import clean
@@ -34,7 +37,7 @@ def prompt(ctx) -> str | None:
         "session_id": ctx.session_id,
         "prompt_id": ctx.payload.get("prompt_id") if isinstance(ctx.payload.get("prompt_id"), str) else None,
         "trace_id": ctx.trace.trace_id,
-        "prompt_hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
+        "prompt_hash": _blake2b(text.encode("utf-8"), digest_size=8).hexdigest(),
         "prompt_len": len(text),
     }
     ctx.root.update({"memhealth.prompt.hash": decision["prompt_hash"],
@@ -76,6 +79,14 @@ def post_tool(ctx) -> str | None:
 
 
 def pre_compact(ctx) -> str | None:
+    """A compaction boundary: what was injected before it is about to leave the context, so
+    the per-session dedup and caps start again (cue-anchored delivery re-delivers after)."""
+    if ctx.session_id:
+        from memory_core.db import write
+
+        with write(ctx.conn):
+            cur = ctx.conn.execute("DELETE FROM deliveries WHERE session_id = ?", (ctx.session_id,))
+        ctx.root.set("memhealth.deliveries.reset", cur.rowcount)
     return None
 
 

@@ -11,8 +11,6 @@ sees only the prompt string (no isMeta flag).
 
 from __future__ import annotations
 
-import re
-
 SYSTEM_TURN_PREFIXES: tuple[str, ...] = (
     "<task-notification>",
     "<local-command-stdout>",
@@ -38,8 +36,9 @@ SYSTEM_TURN_PREFIXES: tuple[str, ...] = (
     "Base directory for this skill:",
     "Your task is to create a detailed summary of the conversation so far",
 )
-# A subagent completion callback ends with this shape; it can surface as a prompt.
-_SUBAGENT_CALLBACK = re.compile(r"^agentId: \S+ \(use SendMessage with to: '[^']*' to continue this agent\)", re.M)
+# A subagent completion callback ends with "agentId: X (use SendMessage with to: 'X' to
+# continue this agent)"; it can surface as a prompt.
+_CALLBACK_MARK = "(use SendMessage with to: '"
 
 
 def system_turn(prompt: str) -> str | None:
@@ -48,17 +47,45 @@ def system_turn(prompt: str) -> str | None:
     for prefix in SYSTEM_TURN_PREFIXES:
         if head.startswith(prefix):
             return prefix
-    if _SUBAGENT_CALLBACK.search(prompt[-2000:]):
+    tail = prompt[-2000:]
+    at = tail.find(_CALLBACK_MARK)
+    if at > 0 and "agentId: " in tail[max(0, at - 200):at] and "to continue this agent)" in tail[at:]:
         return "agentId: … (subagent completion)"
     return None
 
 
-def _alternation(phrases) -> re.Pattern:
-    parts = sorted((re.escape(p).replace(r"\ ", r"\s+") for p in phrases), key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(?:" + "|".join(parts) + r")(?![\w-])", re.I)
+class Phrases:
+    """Match whole words and word sequences without compiling a regex (import cost matters:
+    this runs on every prompt). A phrase matches when its words appear consecutively."""
+
+    __slots__ = ("words", "phrases")
+
+    def __init__(self, items):
+        self.words = frozenset(p for p in items if " " not in p)
+        self.phrases = tuple(sorted((p for p in items if " " in p), key=len, reverse=True))
+
+    def search(self, padded: str, words: set) -> str | None:
+        for phrase in self.phrases:
+            if f" {phrase} " in padded:
+                return phrase
+        hit = self.words & words
+        if hit:
+            # the earliest in the prompt, so the recorded match is the one a reader sees first
+            return min(hit, key=lambda w: padded.find(f" {w} "))
+        return None
 
 
-BUILD = _alternation([
+# Punctuation becomes a space; letters, digits and in-word hyphens stay ("double-down").
+_PUNCT = str.maketrans({c: " " for c in "!\"#$%&'()*+,./:;<=>?@[\\]^_`{|}~\t\n\r\u2019\u2018\u201c\u201d"})
+
+
+def normalize(text: str) -> tuple[str, set]:
+    """(' word word … ', {words}) for phrase and word matching on boundaries."""
+    flat = " ".join(text.lower().translate(_PUNCT).split())
+    return f" {flat} ", set(flat.split())
+
+
+BUILD = Phrases([
     "build", "builds", "building", "create", "creates", "creating", "add", "adding",
     "implement", "implements", "implementing", "design", "designing", "architect",
     "develop", "developing", "write", "writing", "wire", "wire up", "wiring", "refactor",
@@ -66,18 +93,18 @@ BUILD = _alternation([
     "drafting", "we could", "what if we", "i think we need", "we need to add", "rewrite",
     "scaffold", "set up", "port",
 ])
-BUILD_VETO = _alternation([
+BUILD_VETO = Phrases([
     "was built", "were built", "already built", "already implemented", "was implemented",
     "were implemented", "already added", "was added", "were added", "already created",
     "was created", "were created", "already exists", "already wrote", "was written",
 ])
-INVESTIGATION = _alternation([
+INVESTIGATION = Phrases([
     "investigate", "investigating", "trace why", "understand why", "diagnose", "diagnosing",
     "explore", "look at the", "look into", "looking into", "why does", "why do", "why is",
     "why are", "what causes", "find out", "figure out", "dig into", "deep dive", "debug",
     "root cause",
 ])
-DECISION = _alternation([
+DECISION = Phrases([
     "should we", "should i", "double down", "double-down", "step back", "step-back",
     "do we pivot", "pivot", "or keep going", "or should we", "decision lineage",
     "design lineage", "which approach", "which direction", "keep this approach",
@@ -88,17 +115,15 @@ DECISION = _alternation([
 
 def classify(prompt: str) -> tuple[str | None, str | None]:
     """(intent, matched phrase): decision, investigation or build; (None, None) if none."""
-    text = prompt[:16384]
-    m = DECISION.search(text)
-    if m:
-        return "decision", m.group(0).lower()
-    m = INVESTIGATION.search(text)
-    if m:
-        return "investigation", m.group(0).lower()
-    m = BUILD.search(text)
-    if m:
-        veto = BUILD_VETO.search(text)
+    padded, words = normalize(prompt[:16384])
+    for name, vocabulary in (("decision", DECISION), ("investigation", INVESTIGATION)):
+        hit = vocabulary.search(padded, words)
+        if hit:
+            return name, hit
+    hit = BUILD.search(padded, words)
+    if hit:
+        veto = BUILD_VETO.search(padded, words)
         if veto:
-            return None, f"veto:{veto.group(0).lower()}"
-        return "build", m.group(0).lower()
+            return None, f"veto:{veto}"
+        return "build", hit
     return None, None

@@ -6,7 +6,6 @@ import pytest
 
 from memhealth.config import SCHEMA, load, render_default
 from memhealth.errors import ConfigError
-from tests.conftest import clean_env, run_cli
 
 
 def write_config(tmp_path, text):

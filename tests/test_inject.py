@@ -1,0 +1,141 @@
+"""The injection cascade: silence unless rare words are shared, caps per session, ablation."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from memhealth.config import load
+from memory_core import inject
+from memory_core.db import connect, write
+from telemetry.record import Trace
+from tests.conftest import clean_env, payload, rows, run_hook
+
+COMMON = ("the a service request code file test change update value data error user time system "
+          "function module config build run").split()
+
+
+def seed(conn, n_generic=120, extra=()):
+    rng = random.Random(3)
+    with write(conn):
+        for i in range(n_generic):
+            text = " ".join(rng.choices(COMMON, k=40))
+            conn.execute("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, "
+                         "content_hash, created_ns) VALUES ('docs', ?, 1, 5, 'heading', 'notes', ?, ?, 0)",
+                         (f"docs/n{i}.md", text, f"g{i}"))
+        for path, kind, title, content in extra:
+            conn.execute("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, "
+                         "content_hash, created_ns) VALUES ('memory', ?, 1, 9, ?, ?, ?, ?, 1780000000000000000)",
+                         (path, kind, title, content, path))
+
+
+COMPACTOR = ("memory/compactor.md", "invariant", "snapshot compactor exists",
+             "The snapshot compactor already exists in src/compactor.py; it folds each stream every "
+             "10,000 events. Extend it instead of writing a second compactor.")
+
+
+@pytest.fixture
+def store(tmp_path):
+    conn = connect(tmp_path / "memory.db")
+    seed(conn, extra=[COMPACTOR])
+    return conn
+
+
+def cfg(**injection):
+    c = load(None, environ={})
+    c["injection"].update(injection)
+    return c
+
+
+def test_rare_shared_words_inject_with_provenance_and_arithmetic(store):
+    r = inject.decide(store, "let's build a snapshot compactor for the streams", "build", cfg(), "s1", Trace())
+    assert r.outcome == "injected"
+    assert "DO-NOT-REBUILD" in r.text and "memory/compactor.md:1-9" in r.text
+    assert "recorded 2026-05-28" in r.text and "verify before building on it" in r.text
+    d = r.detail
+    assert d["matched"] >= 2 and d["idf_sum"] >= d["threshold"] and d["max_idf"] >= 3.0
+    assert d["corpus"] == 121 and not d["small_corpus"]
+
+
+def test_common_words_alone_never_inject(store):
+    r = inject.decide(store, "build the service config and run the test module", "build", cfg(), "s1", Trace())
+    assert r.outcome == "below_relevance" and r.text is None
+    assert r.detail["idf_sum"] < r.detail["threshold"] or r.detail["max_idf"] < 3.0
+
+
+def test_an_item_is_injected_once_per_session_then_capped(store):
+    prompt = "build a snapshot compactor for streams"
+    assert inject.decide(store, prompt, "build", cfg(), "s1", Trace()).outcome == "injected"
+    again = inject.decide(store, prompt, "build", cfg(), "s1", Trace())
+    assert again.outcome == "capped" and again.text is None
+    assert inject.decide(store, prompt, "build", cfg(), "s2", Trace()).outcome == "injected"
+
+
+def test_ablation_records_would_have_fired_and_emits_nothing(store):
+    r = inject.decide(store, "build a snapshot compactor", "build", cfg(mode="off"), "s1", Trace())
+    assert r.outcome == "suppressed_ablation" and r.text is None
+    assert r.detail["would_inject_chars"] > 0
+
+
+def test_a_small_corpus_needs_two_word_boundary_matches(tmp_path):
+    conn = connect(tmp_path / "memory.db")
+    seed(conn, n_generic=3, extra=[COMPACTOR])
+    assert inject.decide(conn, "build a compactor", "build", cfg(), "s", Trace()).outcome == "below_relevance"
+    r = inject.decide(conn, "build a snapshot compactor", "build", cfg(), "s", Trace())
+    assert r.outcome == "injected" and r.detail["small_corpus"]
+
+
+def test_an_empty_store_is_below_relevance_with_a_reason(tmp_path):
+    conn = connect(tmp_path / "memory.db")
+    r = inject.decide(conn, "should we build a compactor", "build", cfg(), "s", Trace())
+    assert (r.outcome, r.detail["reason"]) == ("below_relevance", "no candidates")
+
+
+def test_the_trace_carries_each_gate_with_its_arithmetic(store):
+    trace = Trace()
+    inject.decide(store, "build a snapshot compactor", "build", cfg(), "s1", trace)
+    names = [s.name for s in trace.spans]
+    assert names == ["memory.search", "inject.relevance", "inject.session_cap"]
+    search = trace.spans[0].attributes
+    assert search["db.system.name"] == "sqlite"
+    rel = trace.spans[1].attributes
+    assert rel["memhealth.relevance.idf_sum"] > 0 and rel["memhealth.relevance.threshold"] == 7.0
+
+
+def test_the_prompt_hook_injects_as_additional_context_and_compaction_resets_the_caps(project):
+    conn = connect(project / ".memhealth" / "memory.db")
+    seed(conn, extra=[COMPACTOR])
+    conn.close()
+    body = payload("prompt", project, prompt="Let's build a snapshot compactor for the streams")
+    first = run_hook("prompt", body, cwd=str(project))
+    assert first.returncode == 0
+    assert json.loads(first.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "snapshot compactor exists" in first.context()
+    assert run_hook("prompt", body, cwd=str(project)).stdout == b""  # capped: silence
+    run_hook("pre-compact", payload("pre-compact", project, trigger="auto"), cwd=str(project))
+    assert "snapshot compactor exists" in run_hook("prompt", body, cwd=str(project)).context()
+    outcomes = [r[0] for r in rows(project, "SELECT outcome FROM decisions ORDER BY id")]
+    assert outcomes == ["injected", "capped", "injected"]
+
+
+def test_the_prompt_hook_in_ablation_mode_prints_nothing_but_records(project):
+    conn = connect(project / ".memhealth" / "memory.db")
+    seed(conn, extra=[COMPACTOR])
+    conn.close()
+    run = run_hook("prompt", payload("prompt", project, prompt="build a snapshot compactor"),
+                   cwd=str(project), env=clean_env(MEMHEALTH_INJECTION_MODE="off"))
+    assert run.returncode == 0 and run.stdout == b""
+    assert rows(project, "SELECT outcome FROM decisions") == [("suppressed_ablation",)]
+
+
+def test_prompt_text_is_not_stored_unless_capture_is_opted_in(project):
+    secret = "should we rotate the zebra-unicorn-42 credentials"
+    run_hook("prompt", payload("prompt", project, prompt=secret), cwd=str(project))
+    dump = json.dumps(rows(project, "SELECT * FROM decisions") + rows(project, "SELECT * FROM spans"))
+    assert "zebra" not in dump
+    run_hook("prompt", payload("prompt", project, prompt=secret), cwd=str(project),
+             env=clean_env(MEMHEALTH_INJECTION_CAPTURE_CONTENT="true"))
+    dump = json.dumps(rows(project, "SELECT * FROM spans"))
+    assert "zebra" in dump
