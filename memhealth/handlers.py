@@ -17,11 +17,31 @@ from memory_core.text import clean
 
 
 def session_start(ctx) -> str | None:
-    """Print the health verdict first, then what memory holds."""
-    lines = []
+    """Print the health verdict first (its RED and NOTE lines under it), then what memory
+    holds. With [gate].mode = "off" (ablation) the gate is skipped entirely."""
+    import time
+
     (chunks,) = ctx.conn.execute("SELECT count(*) FROM chunks").fetchone()
-    lines.append(f"memhealth: {chunks} memory chunks in {ctx.project.db_path}")
-    return "\n".join(lines)
+    body = f"memhealth: {chunks} memory chunks in {ctx.project.db_path}"
+    if ctx.cfg["gate"]["mode"] != "on":
+        return body
+    from probes import gate, heartbeats, novelty
+    from probes.evidence import Evidence
+
+    now_ns = time.time_ns()
+    try:
+        ev = Evidence(ctx.project.root, ctx.conn, ctx.cfg, now=now_ns / 1e9, session_id=ctx.session_id,
+                      deadline=gate.hook_deadline(ctx.project.root, "session-start", ctx.started_ns))
+        head = gate.run(ev, trace=ctx.trace).lines()
+        # what the next gate compares: this render (novelty) and this transcript's size
+        novelty.record_render(ctx.conn, ctx.session_id, body, novelty.corpus_signature(ctx.conn), now_ns)
+        transcript = ctx.payload.get("transcript_path")
+        heartbeats.remember_session(ctx.conn, ctx.session_id,
+                                    transcript if isinstance(transcript, str) else None, now_ns)
+    except Exception as exc:  # the gate must never cost the session its context
+        ctx.problem("gate", f"{type(exc).__name__}: {exc}")
+        head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
+    return "\n".join([*head, body])
 
 
 def prompt(ctx) -> str | None:

@@ -1,0 +1,41 @@
+"""`memhealth gate`: run every health check and print the verdict."""
+
+from __future__ import annotations
+
+
+def register(sub):
+    p = sub.add_parser(
+        "gate", help="run every health check and print the verdict (exit 1 on any RED)",
+        description="Run the memory health gate: every check, one verdict line "
+                    "(MEMORY-HEALTH: N/N GREEN, or G/N GREEN (R RED)), then one line per RED with "
+                    "its fix and one per NOTE. Exit 0 when nothing is RED, 1 when something is, "
+                    "2 on a usage error. Records a gate run, its checks and its own heartbeat.")
+    p.add_argument("--project", default=None, metavar="DIR",
+                   help="project directory (default: the nearest .memhealth/ at or above the cwd)")
+    p.add_argument("--json", action="store_true",
+                   help='print {"total", "green", "red", "checks": [...]} instead of text')
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    import os
+
+    from memhealth.config import load
+    from memhealth.errors import ProjectNotFound
+    from memhealth.project import Project
+    from memory_core.db import connect
+    from probes import gate
+    from probes.evidence import Evidence
+
+    if args.project is not None and not os.path.isdir(args.project):
+        raise ProjectNotFound(f"--project {args.project}: no such directory")
+    project = Project.find(args.project or os.getcwd())
+    cfg = load(project.state_dir)
+    conn = connect(project.db_path, create=False)
+    try:
+        verdict = gate.run(Evidence(project.root, conn, cfg))
+    finally:
+        conn.close()
+    print(gate.dumps(verdict) if args.json else verdict.text(), flush=True)
+    return 1 if verdict.red else 0

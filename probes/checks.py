@@ -1,0 +1,344 @@
+"""The gate's checks that read only the store and the project's files. Each is one function
+over `Evidence` returning a `CheckResult`; each says in one line what it decides.
+
+The heartbeat check lives in `probes.heartbeats`, render novelty in `probes.novelty`, the
+embedding path in `probes.embedding`. Thresholds come from config ([gate]) or, where the
+reference design fixed them and config has no key, from the constants below.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from probes.result import CheckResult, ago, green, note, red
+
+MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
+MEMORY_MAX_BYTES = 90_000
+ANCHOR_MAX_AGE_S = 7 * 86400
+EXPORT_MAX_LAG_S = 3600.0  # an exporter that ran before must keep the backlog younger than this
+FTS_FULL_CHECK_MAX_CHUNKS = 200_000  # above this, parity counts stand in for the full scan
+
+DAY = 86400.0
+
+
+def _days(cfg_value: float) -> str:
+    return f"{cfg_value:g} d"
+
+
+# -- 1 ---------------------------------------------------------------------------------------
+
+def ingest_freshness(ev) -> CheckResult:
+    """RED when ingestion never ran, or a source's newest watermark is older than the budget
+    measured against the latest session activity (an idle project is not stale)."""
+    rows = ev.conn.execute(
+        "SELECT source, max(updated_ns), count(*) FROM watermarks GROUP BY source ORDER BY source"
+    ).fetchall()
+    if not rows:
+        return red("ingestion never ran (no watermarks)", "memhealth ingest")
+    budget_s = ev.cfg["gate"]["ingest_max_age_days"] * DAY
+    activity = ev.last_activity_ns()
+    reference_ns = ev.now_ns if activity is None else activity
+    stale, idle = [], []
+    for source, updated, _n in rows:
+        lag_s = (reference_ns - updated) / 1e9
+        if lag_s > budget_s:
+            stale.append(f"{source} {ago(lag_s)} behind the latest session")
+        elif (ev.now_ns - updated) / 1e9 > budget_s:
+            idle.append(source)
+    if activity is None and stale:
+        return note("ingest watermarks are old but no session has run: " + ", ".join(s.split()[0] for s in stale),
+                    fix="memhealth ingest")
+    if stale:
+        return red(f"stale ingest: {', '.join(stale)} (budget {_days(ev.cfg['gate']['ingest_max_age_days'])})",
+                   "memhealth ingest " + " ".join(s.split()[0] for s in stale)
+                   + "; if it errors, see `memhealth report`")
+    detail = f"{len(rows)} source(s) fresh: " + ", ".join(r[0] for r in rows)
+    if idle:
+        detail += f" (idle since the last session: {', '.join(idle)})"
+    return green(detail)
+
+
+# -- 2 ---------------------------------------------------------------------------------------
+
+_WIDTH = re.compile(r"\b(?:float|int8|bit)\[(\d+)\]", re.I)
+
+
+def vec_table_width(conn) -> int | None:
+    """The width the vector table was created with, read from its CREATE statement."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()
+    if not row or not row[0]:
+        return None
+    match = _WIDTH.search(row[0])
+    return int(match.group(1)) if match else None
+
+
+def vector_count(ev) -> int | None:
+    """Vectors stored, without loading the extension (the vec0 rowid shadow table)."""
+    if ev.has_table("chunks_vec_rowids"):
+        return ev.conn.execute("SELECT count(*) FROM chunks_vec_rowids").fetchone()[0]
+    if ev.has_table("chunks_vec"):
+        try:
+            return ev.conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
+        except Exception:
+            return None
+    return None
+
+
+def vector_coverage(ev) -> CheckResult:
+    """NOTE without embeddings; RED when sqlite-vec cannot load, the table's width is not
+    [embedding].dim, or fewer than gate.vector_coverage_min of the chunks have a vector."""
+    emb = ev.cfg["embedding"]
+    if not emb["url"]:
+        return note("embeddings not configured: search is BM25-only",
+                    fix='set [embedding].url (e.g. "http://127.0.0.1:11434") to add the vector leg')
+    from memory_core.db import vec_unavailable_reason
+
+    reason = vec_unavailable_reason()
+    if reason:
+        return red(f"sqlite-vec cannot load ({reason}): search is BM25-only",
+                   f"{sys.executable} -m pip install pysqlite3-binary sqlite-vec "
+                   "(an interpreter whose sqlite3 can load extensions)")
+    width = vec_table_width(ev.conn)
+    if width is not None and width != emb["dim"]:
+        return red(f"chunks_vec holds {width}-d vectors but [embedding].dim = {emb['dim']}",
+                   f"set [embedding].dim = {width} back, or re-embed every chunk for the new "
+                   "model with `memhealth embed` after dropping the old vectors")
+    (chunks,) = ev.conn.execute("SELECT count(*) FROM chunks").fetchone()
+    if not chunks:
+        return green("no chunks yet: nothing to embed")
+    vectors = vector_count(ev) or 0
+    ratio = min(vectors, chunks) / chunks
+    floor = ev.cfg["gate"]["vector_coverage_min"]
+    detail = f"{min(vectors, chunks)}/{chunks} chunks have vectors ({ratio:.1%})"
+    if ratio < floor:
+        return red(f"{detail}, below {floor:.0%}", "memhealth embed (backfills missing vectors)")
+    return green(detail)
+
+
+# -- 4 ---------------------------------------------------------------------------------------
+
+def capture_pending(ev) -> int:
+    """Pending capture items: the `capture_queue` table's pending rows when it exists, else
+    the integer the capture pipeline keeps in meta `capture.pending`, else 0."""
+    if ev.has_table("capture_queue"):
+        try:
+            return ev.conn.execute(
+                "SELECT count(*) FROM capture_queue WHERE status = 'pending'").fetchone()[0]
+        except Exception:
+            return ev.conn.execute("SELECT count(*) FROM capture_queue").fetchone()[0]
+    raw = ev.meta("capture.pending")
+    try:
+        return max(int(raw), 0) if raw is not None else 0
+    except ValueError:
+        return 0
+
+
+def capture_queue(ev) -> CheckResult:
+    """RED when more capture items wait for triage than gate.capture_queue_max."""
+    pending = capture_pending(ev)
+    limit = ev.cfg["gate"]["capture_queue_max"]
+    if pending > limit:
+        return red(f"{pending} capture items pending (max {limit})", "memhealth triage")
+    return green(f"{pending} pending")
+
+
+# -- 5 ---------------------------------------------------------------------------------------
+
+def lineage_freshness(ev) -> CheckResult:
+    """RED when decision lineage was last built before its records changed, and the change
+    is older than the ingest budget. The builder keeps meta `lineage.built_ns` and
+    `lineage.source_ns` (newest record it should reflect)."""
+    built, source = ev.meta("lineage.built_ns"), ev.meta("lineage.source_ns")
+    if source is None:
+        return green("no decision lineage to rebuild")
+    try:
+        built_ns = int(built) if built is not None else 0
+        source_ns = int(source)
+    except ValueError:
+        return red(f"lineage stamps are not integers ({built!r}, {source!r})",
+                   "memhealth ingest (rebuilds decision lineage and its stamps)")
+    if source_ns <= built_ns:
+        return green(f"decision lineage current (built {ago((ev.now_ns - built_ns) / 1e9)} ago)")
+    lag_s = (ev.now_ns - source_ns) / 1e9
+    budget = ev.cfg["gate"]["ingest_max_age_days"]
+    if lag_s > budget * DAY:
+        return red(f"decision lineage is behind its records by {ago(lag_s)} (budget {_days(budget)})",
+                   "memhealth ingest (rebuilds decision lineage)")
+    return green(f"decision lineage rebuild pending ({ago(lag_s)})")
+
+
+# -- 6 ---------------------------------------------------------------------------------------
+
+def index_integrity(ev) -> CheckResult:
+    """RED when SQLite's quick_check, the FTS5 integrity-check, or the FTS/vector row parity
+    with `chunks` fails."""
+    conn = ev.conn
+    problems = []
+    rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    if rows != ["ok"]:
+        return red(f"PRAGMA quick_check: {'; '.join(str(r) for r in rows[:3])}",
+                   f"restore {ev.db_path} from a backup, or move it aside and run `memhealth ingest` "
+                   "(memory is rebuilt from its sources; history is lost)")
+    (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    fts_fix = "sqlite3 .memhealth/memory.db \"INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')\""
+    if ev.has_table("chunks_fts_docsize"):
+        (indexed,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
+        if indexed != chunks:
+            problems.append((f"full-text index holds {indexed} rows for {chunks} chunks", fts_fix))
+    if not problems and chunks <= FTS_FULL_CHECK_MAX_CHUNKS:
+        try:
+            # rank 1: compare the index with the external content table, not only itself
+            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        except Exception as exc:
+            problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
+    vectors = vector_count(ev)
+    if vectors is not None and vectors > chunks:
+        problems.append((f"{vectors - chunks} more vectors than chunks (vectors of deleted chunks)",
+                         "memhealth embed (re-syncs vectors with chunks)"))
+    if problems:
+        return red("; ".join(p for p, _ in problems), problems[0][1])
+    return green(f"quick_check ok; fts parity ok ({chunks} chunks)"
+                 + (f"; {vectors} vectors" if vectors is not None else ""))
+
+
+# -- 7 ---------------------------------------------------------------------------------------
+
+_ANCHOR = re.compile(r"^#{1,4}\s*.*LATEST.*$", re.M)
+_HEADING = re.compile(r"^#{1,6}\s", re.M)
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def memory_index_paths(ev) -> list[str]:
+    """Where a MEMORY.md index may live: the project root, .memhealth/memory, .claude/memory,
+    and every [ingest].memory directory."""
+    places = [ev.root, os.path.join(ev.state_dir, "memory"), os.path.join(ev.root, ".claude", "memory")]
+    for entry in ev.cfg.get("ingest", {}).get("memory", []):
+        places.append(os.path.join(ev.root, entry))
+    seen, out = set(), []
+    for place in places:
+        path = os.path.normpath(place if place.endswith(".md") else os.path.join(place, "MEMORY.md"))
+        if path not in seen:
+            seen.add(path)
+            out.append(path)
+    return out
+
+
+def memory_files(ev) -> CheckResult:
+    """RED when the memory index outgrows what is read at every resume (280 lines or 90,000
+    bytes), or its resume anchor is broken or went stale while sessions kept running."""
+    found = [p for p in memory_index_paths(ev) if os.path.isfile(p)]
+    if not found:
+        return note("no MEMORY.md index (looked in the project root, .memhealth/memory, "
+                    ".claude/memory)", fix="create MEMORY.md: one line per memory, a `## LATEST` resume anchor")
+    reds, notes, details = [], [], []
+    activity = ev.last_activity_ns()
+    for path in found:
+        rel = os.path.relpath(path, ev.root)
+        with open(path, "rb") as fh:
+            data = fh.read(MEMORY_MAX_BYTES * 4)
+        size = os.path.getsize(path)
+        text = data.decode("utf-8", "replace")
+        lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+        if lines > MEMORY_MAX_LINES or size > MEMORY_MAX_BYTES:
+            reds.append((f"{rel} has {lines} lines / {size} bytes (max {MEMORY_MAX_LINES} / "
+                         f"{MEMORY_MAX_BYTES})",
+                         f"trim {rel}: move detail into topic files, keep one line per memory"))
+        heading = _ANCHOR.search(text)
+        if heading is None:
+            notes.append(f"{rel} has no resume anchor (a `## LATEST` heading with a link)")
+            continue
+        nxt = _HEADING.search(text, heading.end())
+        link = _LINK.search(text, heading.end(), nxt.start() if nxt else len(text))
+        if link is None:
+            reds.append((f"{rel}: the LATEST anchor has no link", f"link the current resume file under "
+                         f"`{heading.group(0).strip()}` in {rel}"))
+            continue
+        target = link.group(1).split("#", 1)[0]
+        if "://" in target or not target:
+            details.append(f"{rel} anchor → {link.group(1)}")
+            continue
+        target_path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        try:
+            mtime_ns = os.stat(target_path).st_mtime_ns
+        except OSError:
+            reds.append((f"{rel}: the LATEST anchor links to a missing file ({target})",
+                         f"point the LATEST link in {rel} at the current resume file"))
+            continue
+        age_s = (ev.now_ns - mtime_ns) / 1e9
+        behind_s = ((activity or 0) - mtime_ns) / 1e9
+        if behind_s > ANCHOR_MAX_AGE_S:
+            reds.append((f"{rel}: resume anchor {target} is {ago(age_s)} old while sessions ran",
+                         f"update {target} (the resume anchor) and its `LATEST` link in {rel}"))
+        elif age_s > ANCHOR_MAX_AGE_S:
+            notes.append(f"{rel}: resume anchor {ago(age_s)} old (no sessions since)")
+        else:
+            details.append(f"{rel}: {lines} lines, anchor {ago(age_s)} old")
+    if reds:
+        return red("; ".join(d for d, _ in reds), reds[0][1])
+    if notes:
+        return note("; ".join(notes))
+    return green("; ".join(details) or f"{len(found)} index file(s) ok")
+
+
+# -- 10 --------------------------------------------------------------------------------------
+
+def integrations(ev) -> CheckResult:
+    """NOTE for optional integrations never configured; RED only for a configured one that
+    is failing (the alert webhook's recorded delivery failures)."""
+    configured, notes, reds = [], [], []
+    webhook = ev.cfg.get("alerts", {}).get("webhook_url", "")
+    if webhook:
+        configured.append("alert webhook")
+        window_ns = int(ev.cfg["alerts"]["window_h"] * 3600e9)
+        row = ev.conn.execute(
+            "SELECT count(*), max(ts_ns), detail FROM degradations WHERE component IN "
+            "('alerts', 'webhook', 'alert_webhook') AND ts_ns >= ?", (ev.now_ns - window_ns,)).fetchone()
+        if row[0]:
+            reds.append((f"alert webhook failed {row[0]} time(s) in {ev.cfg['alerts']['window_h']:g} h "
+                         f"(last: {(row[2] or '')[:120]})",
+                         "check [alerts].webhook_url and that the receiver answers"))
+    else:
+        notes.append("alert webhook not configured ([alerts].webhook_url)")
+    if ev.cfg.get("ingest", {}).get("git"):
+        if os.path.exists(os.path.join(ev.root, ".git")):
+            configured.append("git history")
+        else:
+            notes.append("git ingest is on but the project is not a git repository")
+    if reds:
+        return red("; ".join(d for d, _ in reds), reds[0][1])
+    if notes:
+        return note("optional, not wired: " + "; ".join(notes)
+                    + (f" (wired: {', '.join(configured)})" if configured else ""))
+    return green("wired: " + ", ".join(configured))
+
+
+# -- 11 --------------------------------------------------------------------------------------
+
+EXPORT_WATERMARK = "export.spans.last_id"  # written by telemetry.export after each batch
+
+
+def telemetry_pipeline(ev) -> CheckResult:
+    """NOTE when no exporter ever ran; RED when one ran before and the oldest span still in
+    the outbox is older than the export lag budget (the collector or exporter is down)."""
+    last = ev.meta(EXPORT_WATERMARK)
+    try:
+        last_id = int(last) if last is not None else 0
+    except ValueError:
+        last_id = 0
+    backlog, oldest = ev.conn.execute(
+        "SELECT count(*), min(end_ns) FROM spans WHERE id > ?", (last_id,)).fetchone()
+    if last is None:
+        return note(f"no exporter has run: {backlog} span(s) wait in the outbox (nothing is lost)",
+                    fix="run `memhealth serve` or `memhealth export --once` to ship them")
+    if not backlog:
+        return green("outbox empty: the exporter is caught up")
+    age_s = (ev.now_ns - oldest) / 1e9
+    budget_s = max(EXPORT_MAX_LAG_S, 4 * ev.cfg.get("serve", {}).get("export_interval_s", 15.0))
+    if age_s > budget_s:
+        return red(f"exporter behind: {backlog} span(s) in the outbox, oldest {ago(age_s)} old "
+                   f"(budget {ago(budget_s)})",
+                   "start `memhealth serve` (or run `memhealth export --once`) and check the OTLP "
+                   "collector it points at")
+    return green(f"{backlog} span(s) queued, oldest {ago(age_s)} old")

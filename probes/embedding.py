@@ -1,0 +1,159 @@
+"""The embedding probe: end to end through the same client, keep_alive and num_ctx as real
+requests, telling apart failures that need different fixes.
+
+    result = embedding_path(ev)      # CheckResult with .state in STATES
+    result.extra                     # {"probe_s": 0.012, "warmup_s": 0.0}
+
+Sequence (REFERENCE §4.2, §7):
+  1. GET /api/tags within timeout_s. Refused → unreachable. No answer → the first attempt
+     timed out (go to 4). 503 → busy (a NOTE: transient, not an outage).
+  2. The model must be listed → else model_missing.
+  3. A fallback model is checked without loading it: installed, and its width from
+     /api/show model_info "<arch>.embedding_length" equals [embedding].dim → else
+     fallback_mismatch (misconfiguration caught at configuration time, not months later).
+  4. POST /api/embed one short text within timeout_s; on a timeout, one warm-up retry within
+     warmup_timeout_s (clamped to the caller's deadline). Retry OK → GREEN, state cold,
+     "warmed in X.X s". Both time out → wedged. Wrong width → dimension_mismatch.
+Worst case: connect + timeout_s + warm-up + connect, whatever the server does.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from probes.result import CheckResult
+
+STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
+          "fallback_mismatch", "not_configured")
+PROBE_TEXT = "memory-health embed probe"
+DEADLINE_MARGIN_S = 1.0  # leave the hook this long to print its verdict before its timeout
+_WIDTH = re.compile(r"returned (\d+)-dim")
+
+FIX_START = "start Ollama (`ollama serve`) or point [embedding].url at it ({url})"
+FIX_WEDGED = "check `ollama ps`, GPU/RAM pressure and the Ollama server log; restart Ollama"
+
+
+def _result(status, detail, fix, state, t0, warmup_s=0.0) -> CheckResult:
+    r = CheckResult(status, detail, fix, state=state)
+    r.extra = {"probe_s": time.monotonic() - t0, "warmup_s": warmup_s}
+    return r
+
+
+def _failure(exc, e: dict, t0: float, warmup_s: float = 0.0) -> CheckResult:
+    """Map a client EmbedError (other than a first-attempt timeout) to a state and fix."""
+    url, model, reason = e["url"], e["model"], exc.reason
+    if reason == "unreachable":
+        return _result("red", f"Ollama server unreachable at {url} ({exc})", FIX_START.format(url=url),
+                       "unreachable", t0)
+    if reason == "malformed":
+        return _result("red", f"{url} does not answer like an Ollama server ({exc.body_head[:80]})",
+                       f"point [embedding].url at Ollama; something else listens at {url}",
+                       "unreachable", t0)
+    if reason == "model_missing":
+        return _result("red", f"embedding model {model} missing from Ollama at {url}",
+                       f"ollama pull {model}", "model_missing", t0)
+    if reason == "busy":
+        return _result("note", f"Ollama at {url} is busy (503, queue full): hooks fall back to BM25 "
+                       "until it drains", "lower concurrent embedding load, or raise OLLAMA_MAX_QUEUE / "
+                       "OLLAMA_NUM_PARALLEL", "ok", t0)
+    if reason == "dimension_mismatch":
+        match = _WIDTH.search(str(exc))
+        got = match.group(1) if match else "?"
+        return _result("red", f"{model} returns {got}-d vectors but [embedding].dim = {e['dim']}: "
+                       "every vector is refused", f"set [embedding].dim = {got} and run `memhealth embed "
+                       f"--rebuild`, or choose a {e['dim']}-d model", "dimension_mismatch", t0, warmup_s)
+    if reason == "timeout":
+        return _result("red", f"embed probe gave no answer ({exc})", FIX_WEDGED, "wedged", t0, warmup_s)
+    status = getattr(exc, "status", None)
+    return _result("red", f"embed probe failed: {exc}", FIX_WEDGED if (status or 0) >= 500 else
+                   f"check the Ollama server log at {url}", "wedged", t0, warmup_s)
+
+
+def embedding_path(ev) -> CheckResult:
+    """Probe the embedding path end to end and name its state (see STATES and the module
+    docstring); NOTE when embeddings are not configured, never RED for a cold model."""
+    e = ev.cfg["embedding"]
+    t0 = time.monotonic()
+    if not e["url"]:
+        return _result("note", "embeddings not configured: BM25-only",
+                       'set [embedding].url = "http://127.0.0.1:11434" to enable vectors',
+                       "not_configured", t0)
+    from memory_core.embed import EmbedError, OllamaClient
+
+    timeout_s = float(e["timeout_s"])
+    client = OllamaClient.from_config(ev.cfg)
+    trace = getattr(ev, "trace", None)
+    try:
+        try:
+            models = client.tags(timeout_s=timeout_s)
+        except EmbedError as exc:
+            if exc.reason != "timeout":
+                return _failure(exc, e, t0)
+            models = None  # connected, no answer: the first attempt timed out
+        if models is not None:
+            if not client.has_model(models):
+                return _result("red", f"embedding model {e['model']} missing from Ollama "
+                               f"({len(models)} model(s) installed)", f"ollama pull {e['model']}",
+                               "model_missing", t0)
+            fallback = e.get("fallback_model") or ""
+            if fallback:
+                bad = _check_fallback(client, models, fallback, int(e["dim"]), timeout_s)
+                if bad is not None:
+                    return _result("red", bad[0], bad[1], "fallback_mismatch", t0)
+            try:
+                start = time.monotonic()
+                vectors = client.embed([PROBE_TEXT], trace=trace, timeout_s=timeout_s,
+                                       respect_circuit=False)
+                load_s = (client.last_response.get("load_duration") or 0) / 1e9
+                ms = (time.monotonic() - start) * 1000
+                extra = f" (model loaded in {load_s:.1f} s)" if load_s >= 0.1 else ""
+                return _result("green", f"end-to-end embed OK: {len(vectors[0])}-dim in {ms:.0f} ms "
+                               f"via {e['model']}{extra}", "", "ok", t0)
+            except EmbedError as exc:
+                if exc.reason != "timeout":
+                    return _failure(exc, e, t0)
+        # one warm-up retry: a cold model is loading, not dead (paper §3.4)
+        warm_s = float(e["warmup_timeout_s"])
+        remaining = ev.remaining_s() if hasattr(ev, "remaining_s") else None
+        if remaining is not None:
+            warm_s = min(warm_s, remaining - DEADLINE_MARGIN_S - float(e["connect_timeout_s"]))
+        if warm_s <= 0:
+            return _result("note", f"no answer within {timeout_s:g} s and no time left in this hook for "
+                           "a warm-up retry: cold or wedged, undecided",
+                           "run `memhealth gate` to give it the full warm-up", "cold", t0)
+        retry_t0 = time.monotonic()
+        try:
+            vectors = client.embed([PROBE_TEXT], trace=trace, timeout_s=warm_s, respect_circuit=False)
+        except EmbedError as exc:
+            if exc.reason == "timeout":
+                return _result("red", f"embed probe timed out after {timeout_s:g} s AND a {warm_s:g} s "
+                               "warm-up retry (server wedged, or the model cannot load)", FIX_WEDGED,
+                               "wedged", t0, time.monotonic() - retry_t0)
+            return _failure(exc, e, t0, time.monotonic() - retry_t0)
+        warmed = time.monotonic() - t0
+        return _result("green", f"end-to-end embed OK: {len(vectors[0])}-dim via {e['model']} "
+                       f"(cold start: warmed in {warmed:.1f} s)", "", "cold", t0, warmed)
+    finally:
+        client.close()
+
+
+def _check_fallback(client, models, fallback: str, dim: int, timeout_s: float):
+    """(detail, fix) when the fallback model can never serve this index, else None. Reads
+    /api/show metadata only: the model is not loaded. A show failure is not RED."""
+    from memory_core.embed import EmbedError, embedding_length
+
+    if not client.has_model(models, fallback):
+        return (f"fallback model {fallback} is not installed: a fallback would fail every time",
+                f"ollama pull {fallback}, or clear [embedding].fallback_model")
+    try:
+        width = embedding_length(client.show(fallback, timeout_s=timeout_s))
+    except EmbedError:
+        return None
+    if width is not None and width != dim:
+        return (f"fallback model {fallback} produces {width}-d vectors but [embedding].dim = {dim}: "
+                "every fallback vector would be refused",
+                f"choose a {dim}-d fallback model, or clear [embedding].fallback_model")
+    return None
+
+

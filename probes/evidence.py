@@ -1,0 +1,85 @@
+"""What every check reads: the clock, the project's paths, the store, the config.
+
+    ev = Evidence(root, conn, cfg, now=time.time())
+    ev.meta("export.spans.last_id"), ev.has_table("chunks_vec"), ev.now_ns
+
+Checks never call `time.time()` or walk up from the cwd themselves: tests inject `now` and
+paths and travel in time (healthchecks does the same with `time_machine.travel`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+STATE_DIR = ".memhealth"  # the same name memhealth.project uses; probes may not import memhealth
+
+
+class Evidence:
+    """Injected inputs for one gate run: `now` (Unix seconds), paths, store connection, config.
+
+    `session_id` is the session whose SessionStart runs the gate (its own rows are excluded
+    from boundary checks); `deadline` is a `time.monotonic()` value the embedding probe's
+    warm-up must finish before (the hook's own timeout), or None.
+    """
+
+    __slots__ = ("root", "state_dir", "conn", "cfg", "now", "session_id", "deadline",
+                 "trace", "_tables", "_meta")
+
+    def __init__(self, root: str, conn, cfg: dict, now: float | None = None,
+                 session_id: str | None = None, deadline: float | None = None,
+                 trace=None):
+        self.root = os.path.abspath(root)
+        self.state_dir = os.path.join(self.root, STATE_DIR)
+        self.conn = conn
+        self.cfg = cfg
+        self.now = time.time() if now is None else float(now)
+        self.session_id = session_id
+        self.deadline = deadline
+        self.trace = trace  # a telemetry.record.Trace for probe spans, or None
+        self._tables: set[str] | None = None
+        self._meta: dict[str, str | None] = {}
+
+    @property
+    def now_ns(self) -> int:
+        return int(self.now * 1e9)
+
+    @property
+    def db_path(self) -> str:
+        return os.path.join(self.state_dir, "memory.db")
+
+    @property
+    def spill_path(self) -> str:
+        return os.path.join(self.state_dir, "spill.ndjson")
+
+    @property
+    def settings_paths(self) -> list[str]:
+        """The project's Claude Code settings files, shared first (both may wire hooks)."""
+        base = os.path.join(self.root, ".claude")
+        return [os.path.join(base, "settings.json"), os.path.join(base, "settings.local.json")]
+
+    def has_table(self, name: str) -> bool:
+        if self._tables is None:
+            self._tables = {row[0] for row in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        return name in self._tables
+
+    def meta(self, key: str) -> str | None:
+        if key not in self._meta:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            self._meta[key] = row[0] if row else None
+        return self._meta[key]
+
+    def last_activity_ns(self) -> int | None:
+        """Start of the newest completed hook run other than the gate's own: when a session
+        last did something. None for a project no session has touched (idle is not dead)."""
+        row = self.conn.execute(
+            "SELECT max(started_ns) FROM heartbeats WHERE outcome IS NOT NULL AND hook != 'gate'"
+        ).fetchone()
+        return row[0] if row and row[0] is not None else None
+
+    def remaining_s(self) -> float | None:
+        """Seconds left before the deadline (None when there is none)."""
+        if self.deadline is None:
+            return None
+        return self.deadline - time.monotonic()

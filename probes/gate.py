@@ -1,0 +1,207 @@
+"""The gate: run every check, print one verdict line, record what it saw.
+
+    ev = Evidence(root, conn, cfg)                 # injected now / paths / store / config
+    verdict = run(ev)                              # heartbeat "gate", gate_runs, rollups
+    print(verdict.text())                          # MEMORY-HEALTH: 10/11 GREEN (1 RED) ...
+    sys.exit(1 if verdict.red else 0)
+
+N is the number of checks that ran (`len(CHECKS)` unless a caller passes its own list). A
+check that raises becomes RED "check raised: …" with a fix, never a crash of the gate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from memory_core.db import write
+from memory_core.errors import MemoryCoreError, StoreError
+from probes import checks, heartbeats, novelty
+from probes.result import RED, CheckResult
+from telemetry import record
+from telemetry.catalog import EMBEDDING_STATES, GATE_STATUS_VALUES
+
+
+def _embedding_path(ev) -> CheckResult:
+    from probes.embedding import embedding_path  # httpx only when embeddings are configured
+
+    return embedding_path(ev)
+
+
+CHECKS = (
+    ("ingest_freshness", checks.ingest_freshness),
+    ("vector_coverage", checks.vector_coverage),
+    ("hook_heartbeats", heartbeats.hook_heartbeats),
+    ("capture_queue", checks.capture_queue),
+    ("lineage_freshness", checks.lineage_freshness),
+    ("index_integrity", checks.index_integrity),
+    ("memory_files", checks.memory_files),
+    ("render_novelty", novelty.render_novelty),
+    ("embedding_path", _embedding_path),
+    ("integrations", checks.integrations),
+    ("telemetry_pipeline", checks.telemetry_pipeline),
+)
+
+
+class Verdict:
+    """The gate's answer: every CheckResult, counts, and the lines to print.
+
+        verdict.headline()   # "MEMORY-HEALTH: 11/11 GREEN"
+        verdict.to_json()    # {"total", "green", "red", "checks": [...]}
+    """
+
+    __slots__ = ("results", "duration_ms", "run_id")
+
+    def __init__(self, results: list[CheckResult], duration_ms: float = 0.0):
+        self.results = results
+        self.duration_ms = duration_ms
+        self.run_id: int | None = None
+
+    @property
+    def total(self) -> int:
+        return len(self.results)
+
+    @property
+    def red(self) -> int:
+        return sum(1 for r in self.results if r.status == RED)
+
+    @property
+    def green(self) -> int:
+        """Checks that are not RED (a NOTE is green with a remark)."""
+        return self.total - self.red
+
+    @property
+    def verdict(self) -> str:
+        return "red" if self.red else "green"
+
+    def headline(self) -> str:
+        if self.red:
+            return f"MEMORY-HEALTH: {self.green}/{self.total} GREEN ({self.red} RED)"
+        return f"MEMORY-HEALTH: {self.total}/{self.total} GREEN"
+
+    def lines(self) -> list[str]:
+        """The headline, then one line per RED, then one per NOTE."""
+        reds = [r.line() for r in self.results if r.status == RED]
+        notes = [r.line() for r in self.results if r.status == "note"]
+        return [self.headline(), *reds, *notes]
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_json(self) -> dict:
+        return {"total": self.total, "green": self.green, "red": self.red,
+                "checks": [r.to_dict() for r in self.results]}
+
+    def get(self, name: str) -> CheckResult | None:
+        return next((r for r in self.results if r.name == name), None)
+
+
+def run_checks(ev, selected=CHECKS, trace=None) -> list[CheckResult]:
+    """Run each check, timing it; an exception becomes a RED result naming it."""
+    results = []
+    for name, fn in selected:
+        span = trace.span(f"probe {name}", **{"memhealth.check": name}) if trace is not None else None
+        t0 = time.perf_counter()
+        try:
+            result = fn(ev)
+            if not isinstance(result, CheckResult):
+                raise TypeError(f"returned {type(result).__name__}, not a CheckResult")
+        except Exception as exc:  # a check's bug or a broken data source is a RED, not a crash
+            result = CheckResult(RED, f"check raised: {type(exc).__name__}: {str(exc)[:200]}",
+                                 "investigate the data source (run `memhealth gate --json` for every "
+                                 "check's detail)")
+        result.name = name
+        result.duration_ms = (time.perf_counter() - t0) * 1000
+        if span is not None:
+            span.update({"memhealth.check.status": result.status, "memhealth.check.detail": result.detail})
+            if result.state is not None:
+                span.set("memhealth.check.state", result.state)
+            if result.status == RED:
+                span.fail(result.detail, "gate_red")
+            span.end()
+        results.append(result)
+    return results
+
+
+def store(conn, verdict: Verdict, session_id: str | None, ts_ns: int) -> int:
+    """Write the gate_runs row, its gate_checks rows and the rollups in one transaction."""
+    with write(conn):
+        cur = conn.execute(
+            "INSERT INTO gate_runs(ts_ns, session_id, total, green, red, verdict, duration_ms) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (ts_ns, session_id, verdict.total, verdict.green, verdict.red, verdict.verdict,
+             verdict.duration_ms))
+        run_id = cur.lastrowid
+        conn.executemany(
+            "INSERT INTO gate_checks(run_id, name, status, state, detail, fix, duration_ms) "
+            "VALUES (?,?,?,?,?,?,?)",
+            [(run_id, r.name, r.status, r.state, r.detail, r.fix or None, r.duration_ms)
+             for r in verdict.results])
+        record.bump(conn, "memhealth_gate_runs_total", {"verdict": verdict.verdict})
+        for r in verdict.results:
+            record.set_gauge(conn, "memhealth_gate_check_status", GATE_STATUS_VALUES[r.status],
+                             {"check": r.name})
+        probe = verdict.get("embedding_path")
+        if probe is not None and probe.state in EMBEDDING_STATES:
+            for state in EMBEDDING_STATES:
+                record.set_gauge(conn, "memhealth_embedding_state", 1.0 if state == probe.state else 0.0,
+                                 {"state": state})
+            if "probe_s" in probe.extra:
+                record.set_gauge(conn, "memhealth_embedding_probe_duration_seconds", probe.extra["probe_s"])
+            record.set_gauge(conn, "memhealth_embedding_warmup_seconds",
+                             probe.extra.get("warmup_s", 0.0) if probe.state == "cold" else 0.0)
+    return run_id
+
+
+def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
+    """Run the gate with its own heartbeat (hook "gate") and store the verdict.
+
+    `trace`: the caller's Trace (the session-start hook), whose writer owns the spans; without
+    one the gate records its own trace with a root span `memhealth.gate`. Recording is best
+    effort: a store that cannot be written still gets a verdict (and a spilled heartbeat)."""
+    conn = ev.conn
+    started_ns = time.time_ns()
+    t0 = time.perf_counter()
+    own_trace = trace is None
+    if own_trace:
+        trace = record.Trace()
+    root = trace.span("memhealth.gate", **{"session.id": ev.session_id or ""})
+    ev.trace = trace
+    hb_id = None
+    try:
+        hb_id = record.heartbeat_start(conn, "gate", ev.session_id, trace.trace_id, started_ns)
+    except (StoreError, MemoryCoreError):
+        hb_id = None
+    results = run_checks(ev, selected, trace)
+    verdict = Verdict(results, (time.perf_counter() - t0) * 1000)
+    root.update({"memhealth.gate.total": verdict.total, "memhealth.gate.red": verdict.red})
+    root.end()
+    detail = f"{verdict.green}/{verdict.total} green"
+    try:
+        verdict.run_id = store(conn, verdict, ev.session_id, ev.now_ns)
+        if hb_id is not None:
+            record.heartbeat_finish(conn, hb_id, "gate", started_ns, "ok", detail=detail,
+                                    trace=trace if (own_trace and write_trace) else None)
+        else:
+            raise StoreError("the gate's heartbeat could not be started")
+    except (StoreError, MemoryCoreError) as exc:
+        record.spill(os.path.join(ev.state_dir, "spill.ndjson"), {
+            "kind": "heartbeat", "id": hb_id, "hook": "gate", "session_id": ev.session_id,
+            "pid": os.getpid(), "trace_id": trace.trace_id, "started_ns": started_ns,
+            "ended_ns": time.time_ns(), "outcome": "error", "reason": getattr(exc, "reason", "store"),
+            "detail": f"{detail}; not stored: {exc}"[:500]})
+    return verdict
+
+
+def dumps(verdict: Verdict) -> str:
+    return json.dumps(verdict.to_json(), ensure_ascii=False)
+
+
+def hook_deadline(root: str, event: str, started_ns: int, default_s: float = 600.0) -> float:
+    """The `time.monotonic()` by which a hook that started at `started_ns` (wall clock) is
+    killed: its `timeout` in the project's settings (Claude Code's default is 600 s)."""
+    _events, timeouts, _problems = heartbeats.wired_hooks(
+        [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json")])
+    elapsed_s = max(time.time_ns() - started_ns, 0) / 1e9
+    return time.monotonic() - elapsed_s + float(timeouts.get(event, default_s))

@@ -1,0 +1,258 @@
+"""The hook-heartbeat check: expected hooks, latest failures, killed runs, session
+boundaries, and rows the database could not take.
+
+    hooks, timeouts, problems = wired_hooks(ev.settings_paths)
+    remember_session(conn, "s1", "/…/s1.jsonl", now_ns)    # SessionStart, after the gate
+    result = hook_heartbeats(ev)
+
+Idle is not dead: a project no session touched is never RED. A hook that stopped firing
+while sessions ran is: the boundary rule compares a previous session's transcript (how many
+real prompts it gained after SessionStart) with the prompt hook's rows for that session.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+
+from memory_core.db import write
+from memory_core.intent import system_turn
+from probes.result import CheckResult, ago, green, note, red
+from telemetry import record
+
+_OURS = re.compile(r"memhealth.*\bhook\s+([a-z][a-z-]*)\s*$")
+SESSIONS_KEY = "gate.sessions"  # meta: the last few SessionStarts and their transcript sizes
+KEEP_SESSIONS = 8
+MAX_TRANSCRIPT_READ = 4 * 1024 * 1024  # bytes of a transcript's growth read per session
+# Hooks whose every session must leave rows; the tool and compaction hooks may
+# legitimately stay silent for days (no matching tool, no compaction).
+FIX_WIRING = "run `memhealth init` (rewrites the hook entries in .claude/settings*.json), then restart Claude Code"
+
+
+def wired_hooks(paths: list[str]) -> tuple[set[str], dict[str, int], list[str]]:
+    """(our events wired in these settings files, their timeouts in s, unreadable files)."""
+    events: set[str] = set()
+    timeouts: dict[str, int] = {}
+    problems: list[str] = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{os.path.basename(path)} unreadable ({exc})")
+            continue
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            problems.append(f"{os.path.basename(path)} is not valid JSON ({exc})")
+            continue
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        if not isinstance(hooks, dict):
+            continue
+        for groups in hooks.values():
+            for group in groups if isinstance(groups, list) else ():
+                handlers = group.get("hooks") if isinstance(group, dict) else None
+                for handler in handlers if isinstance(handlers, list) else ():
+                    command = handler.get("command") if isinstance(handler, dict) else None
+                    match = _OURS.search(command) if isinstance(command, str) else None
+                    if match:
+                        events.add(match.group(1))
+                        timeout = handler.get("timeout")
+                        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+                            timeouts[match.group(1)] = int(timeout)
+    return events, timeouts, problems
+
+
+def remember_session(conn, session_id: str | None, transcript_path: str | None, now_ns: int) -> None:
+    """Record a SessionStart's transcript and its size, so the next gate can tell whether
+    prompts arrived that the prompt hook never saw. Keeps the last few sessions."""
+    if not session_id:
+        return
+    size = None
+    if transcript_path:
+        try:
+            size = os.path.getsize(transcript_path)
+        except OSError:
+            size = 0  # not written yet: everything in it later is growth
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SESSIONS_KEY,)).fetchone()
+    try:
+        sessions = json.loads(row[0]) if row else []
+    except ValueError:
+        sessions = []
+    sessions = [s for s in sessions if isinstance(s, dict) and s.get("sid") != session_id]
+    sessions.append({"sid": session_id, "transcript": transcript_path, "size": size, "ts_ns": now_ns})
+    with write(conn):
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                     "SET value = excluded.value",
+                     (SESSIONS_KEY, json.dumps(sessions[-KEEP_SESSIONS:])))
+
+
+def count_prompts(path: str, offset: int, limit: int = MAX_TRANSCRIPT_READ) -> int:
+    """Real user prompts in a transcript after byte `offset` (machine turns, meta lines,
+    tool results and compaction summaries do not count). Reads at most `limit` bytes."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(limit)
+    except OSError:
+        return 0
+    prompts = 0
+    for line in data.splitlines():
+        if b'"user"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("type") != "user":
+            continue
+        if entry.get("isMeta") or entry.get("isCompactSummary") or entry.get("isSidechain"):
+            continue
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            content = texts[0] if texts and len(texts) == len(content) else None
+        if isinstance(content, str) and content.strip() and not system_turn(content):
+            prompts += 1
+    return prompts
+
+
+def _sessions(ev) -> list[dict]:
+    raw = ev.meta(SESSIONS_KEY)
+    try:
+        sessions = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [s for s in sessions if isinstance(s, dict) and s.get("sid")]
+
+
+def _spilled(ev) -> tuple[int, list[str]]:
+    """Rows still waiting outside the database after a drain attempt."""
+    if os.path.exists(ev.spill_path):
+        try:
+            record.drain_spill(ev.conn, ev.spill_path)
+        except Exception:  # a failed drain leaves the file; we count it below
+            pass
+    count, files = 0, []
+    for path in [ev.spill_path, *glob.glob(glob.escape(ev.spill_path) + ".*.draining")]:
+        try:
+            with open(path, "rb") as fh:
+                n = sum(1 for line in fh if line.strip())
+        except OSError:
+            continue
+        if n:
+            count += n
+            files.append(os.path.basename(path))
+    return count, files
+
+
+def hook_heartbeats(ev) -> CheckResult:
+    """RED when a wired hook's latest run failed or was killed, when a hook stopped firing
+    across a session boundary, or when rows sit in the spill file; idle is green."""
+    conn, cfg = ev.conn, ev.cfg
+    record.reap_killed(conn, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
+    expected, _timeouts, problems = wired_hooks(ev.settings_paths)
+    reds: list[tuple[str, str]] = []
+    notes: list[str] = []
+    for problem in problems:
+        reds.append((f"{problem}: Claude Code cannot load the hooks there",
+                     "fix the JSON by hand (memhealth init refuses to overwrite it)"))
+    if not expected and not problems:
+        return red("no memhealth hooks are wired in .claude/settings.json or settings.local.json",
+                   FIX_WIRING)
+
+    window_ns = int(cfg["gate"]["heartbeat_max_age_days"] * 86400e9)
+    since = ev.now_ns - window_ns
+    for hook in sorted(expected | {"gate"}):
+        last = conn.execute(
+            "SELECT outcome, reason, detail, started_ns FROM heartbeats WHERE hook = ? AND "
+            "outcome IS NOT NULL AND started_ns <= ? ORDER BY started_ns DESC LIMIT 1",
+            (hook, ev.now_ns)).fetchone()
+        if last is None:
+            continue
+        outcome, reason, detail, started = last
+        when = ago((ev.now_ns - started) / 1e9)
+        if outcome == "killed":
+            reds.append((f"{hook}: last run ({when} ago) was killed (started, never completed)",
+                         f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
+                         "(`memhealth report`)"))
+            continue
+        if outcome == "error":
+            reds.append((f"{hook}: last run ({when} ago) failed: {reason or 'error'}"
+                         + (f" ({detail[:160]})" if detail else ""),
+                         "fix what the reason names, then verify green at the next boundary; "
+                         "history: `memhealth report`"))
+            continue
+        failed = conn.execute(
+            "SELECT outcome, count(*) FROM heartbeats WHERE hook = ? AND started_ns >= ? AND "
+            "outcome IN ('error', 'killed') GROUP BY outcome ORDER BY outcome", (hook, since)).fetchall()
+        if failed:
+            notes.append(f"{hook}: " + ", ".join(f"{n} {o}" for o, n in failed) + " recently, latest ok")
+
+    # boundary consistency: a previous session gained prompts the prompt hook never saw
+    if "prompt" in expected:
+        for s in _sessions(ev):
+            if s["sid"] == ev.session_id or not s.get("transcript") or s.get("size") is None:
+                continue
+            try:
+                size = os.path.getsize(s["transcript"])
+            except OSError:
+                continue
+            if size <= s["size"]:
+                continue
+            prompts = count_prompts(s["transcript"], s["size"])
+            if not prompts:
+                continue
+            (seen,) = conn.execute(
+                "SELECT count(*) FROM heartbeats WHERE hook = 'prompt' AND session_id = ? AND "
+                "started_ns >= ?", (s["sid"], s["ts_ns"])).fetchone()
+            if not seen:
+                reds.append((f"prompt hook left no rows in session {s['sid'][:8]} while its transcript "
+                             f"gained {prompts} prompt(s) after SessionStart",
+                             "check the UserPromptSubmit entry in .claude/settings*.json ("
+                             "`memhealth init` rewrites it); try `memhealth hook prompt < payload.json`"))
+    # ... and the other direction: prompts recorded in a session SessionStart never saw
+    if "session-start" in expected:
+        first = conn.execute("SELECT min(started_ns) FROM heartbeats WHERE hook = 'session-start'"
+                             ).fetchone()[0]
+        if first is not None:
+            orphans = conn.execute(
+                "SELECT p.session_id, max(p.started_ns) FROM heartbeats p WHERE p.hook = 'prompt' "
+                "AND p.session_id IS NOT NULL AND p.started_ns >= ? AND p.started_ns > ? "
+                "AND NOT EXISTS (SELECT 1 FROM heartbeats s WHERE s.hook = 'session-start' "
+                "AND s.session_id = p.session_id) GROUP BY p.session_id ORDER BY 2 DESC",
+                (since, first)).fetchall()
+            orphans = [o for o in orphans if o[0] != ev.session_id]
+            if orphans:
+                reds.append((f"session-start did not fire for {len(orphans)} session(s) whose prompts "
+                             f"were recorded (latest {orphans[0][0][:8]}, "
+                             f"{ago((ev.now_ns - orphans[0][1]) / 1e9)} ago)",
+                             "check the SessionStart entry in .claude/settings*.json (`memhealth init` "
+                             "rewrites it)"))
+
+    spilled, files = _spilled(ev)
+    if spilled:
+        reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take",
+                     f"make {ev.db_path} writable (locked? read-only? corrupt?); the next hook drains "
+                     "the file"))
+
+    if reds:
+        detail = "; ".join(d for d, _ in reds)
+        if len(reds) > 1:
+            detail = f"{len(reds)} problems: {detail}"
+        return red(detail, reds[0][1] if len(reds) == 1 else " | ".join(dict.fromkeys(f for _, f in reds)))
+    (runs,) = conn.execute("SELECT count(*) FROM heartbeats WHERE started_ns >= ? AND hook != 'gate'",
+                           (since,)).fetchone()
+    if notes:
+        return note("; ".join(notes))
+    if ev.last_activity_ns() is None:
+        return green(f"{len(expected)} hooks wired; no sessions yet (idle)")
+    return green(f"{len(expected)} hooks wired; {runs} runs in {cfg['gate']['heartbeat_max_age_days']:g} d, "
+                 "latest all ok")
