@@ -1,0 +1,127 @@
+"""Ingesters: docs, memory files, ledgers, transcripts and git history into the store.
+
+    report = run_ingest(conn, project_root, cfg)                  # every source
+    report = run_ingest(conn, root, cfg, sources=["transcript"], budget_s=5.0)
+    report.to_dict()   # {"sources": {"docs": {"files_seen", "files_changed", "chunks_added",
+                       #   "chunks_removed", "errors", "malformed", "filtered", "notes",
+                       #   "elapsed_s"}, ...}, "elapsed_s", "budget_exhausted", "vectors": {...}}
+
+Incremental: each file has a watermark (stat and hash for documents, a byte offset for
+append-only files) saved in the transaction that writes its chunks. A run has a wall-clock
+budget; past it the run stops between files (or between steps of a large file), logs an
+ingest_log row with outcome "budget", and the next run resumes. A file that fails is
+logged (outcome "error", reason family, detail) and retried next run: its watermark is not
+advanced. When [embedding].url is set, new chunks are embedded in batches; an embedding
+failure is a recorded degradation, never an ingest failure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from memory_core.db import write
+from memory_core.ingest import store, watermark
+from memory_core.ingest.base import (
+    ALIASES,
+    SOURCES,
+    BudgetExhausted,
+    IngestReport,
+    Run,
+    SourceReport,
+    UnknownSource,
+)
+from memory_core.ingest.docs import ingest_docs
+from memory_core.ingest.git import ingest_git
+from memory_core.ingest.ledgers import ingest_ledgers
+from memory_core.ingest.memory import ingest_memory
+from memory_core.ingest.transcripts import META_TRANSCRIPT_DIR, ingest_transcripts
+
+INGESTERS = {"docs": ingest_docs, "memory": ingest_memory, "ledger": ingest_ledgers,
+             "transcript": ingest_transcripts, "git": ingest_git}
+
+__all__ = ["META_TRANSCRIPT_DIR", "SOURCES", "IngestReport", "SourceReport", "UnknownSource",
+           "resolve_sources", "run_ingest"]
+
+
+def resolve_sources(names, cfg=None) -> list[str]:
+    """Canonical source names, in ingest order; all enabled sources when `names` is empty."""
+    if not names:
+        return [s for s in SOURCES if s != "git" or cfg is None or cfg["ingest"]["git"]]
+    wanted = set()
+    for name in names:
+        canonical = ALIASES.get(name.lower(), name.lower())
+        if canonical not in SOURCES:
+            raise UnknownSource(f"unknown source {name!r}; known: {', '.join(SOURCES)}")
+        wanted.add(canonical)
+    return [s for s in SOURCES if s in wanted]
+
+
+def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
+               budget_s: float | None = None, progress=None, trace=None) -> IngestReport:
+    """Ingest `sources` (default: all enabled) under a wall-clock budget; never raises for
+    one bad file. Raises UnknownSource for a bad name and StoreError when the store fails.
+
+    `progress(source, done, total)` is called as files are processed; `trace` (a
+    telemetry.record.Trace) gets an `ingest` span with one child per source."""
+    names = resolve_sources(sources, cfg)
+    budget = float(cfg["ingest"]["budget_s"] if budget_s is None else budget_s)
+    run = Run(conn, project_root, cfg, budget, progress)
+    report = IngestReport(budget_s=budget)
+    if cfg["embedding"]["url"]:
+        from memory_core.ingest.vectorize import VectorSink
+
+        run.vectors = VectorSink(conn, cfg, report, run)
+    root_span = trace.span("ingest", **{"memhealth.ingest.sources": ",".join(names),
+                                        "memhealth.ingest.budget_s": budget}) if trace else None
+    stopped_at = None
+    try:
+        for name in names:
+            rep = report.sources[name] = SourceReport()
+            if stopped_at is not None:
+                continue
+            span = trace.span(f"ingest {name}", parent=root_span) if trace else None
+            t0 = run.clock()
+            try:
+                INGESTERS[name](run, rep)
+            except BudgetExhausted:
+                stopped_at = name
+            rep.elapsed_s = run.clock() - t0
+            if span is not None:
+                span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
+                             if isinstance(v, (int, float))})
+                span.end()
+            if stopped_at is None:
+                _finish_source(conn, name, rep)
+    finally:
+        if run.vectors is not None:
+            run.vectors.flush()
+            run.vectors.close()
+    if stopped_at is not None:
+        report.budget_exhausted = True
+        not_reached = names[names.index(stopped_at) + 1:]
+        store.log(conn, stopped_at, None, "budget", "budget",
+                  {"budget_s": budget, "stopped_in": stopped_at, "not_reached": not_reached},
+                  report.sources[stopped_at].chunks_added)
+    report.elapsed_s = run.clock() - run.started
+    if root_span is not None:
+        root_span.update({"memhealth.ingest.chunks_added": report.chunks_added,
+                          "memhealth.ingest.errors": report.errors,
+                          "memhealth.ingest.budget_exhausted": report.budget_exhausted})
+        if report.errors:
+            root_span.fail(f"{report.errors} file(s) failed", "ingest_error")
+        root_span.end()
+    return report
+
+
+def _finish_source(conn, name: str, rep: SourceReport) -> None:
+    """One 'ok' log row per source per run and its summary watermark (last complete scan)."""
+    detail = {k: v for k, v in rep.to_dict().items() if k not in ("notes", "elapsed_s") and v}
+    with write(conn):
+        watermark.save_summary(conn, name, {"files": rep.files_seen, **rep.summary})
+        conn.execute(
+            "INSERT INTO ingest_log(ts_ns, source, path, outcome, reason, detail, chunks) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (time.time_ns(), name, None, "ok", None,
+             json.dumps(detail, separators=(",", ":"), default=str) if detail else None,
+             rep.chunks_added))
