@@ -1,0 +1,70 @@
+"""`memhealth serve`: /metrics, /healthz and /alerts on loopback, plus scheduled probes and
+the OTLP exporter (telemetry/serve.py)."""
+
+from __future__ import annotations
+
+
+def register(sub):
+    p = sub.add_parser(
+        "serve", help="serve /metrics, /healthz and /alerts; run probes and the OTLP exporter",
+        description="Long-lived telemetry process for one project: GET /metrics (Prometheus, read "
+                    "from the store), GET /healthz (serve's own liveness), POST /alerts "
+                    "(Alertmanager webhook -> alert budget -> sinks), the gate on a schedule "
+                    "(serve.probe_interval_s) and the OTLP exporter (serve.export_interval_s). "
+                    "Binds loopback only unless --allow-remote. SIGTERM/SIGINT stop it after one "
+                    "final export attempt bounded by telemetry.export_timeout_s.")
+    p.add_argument("--project", default=".", metavar="DIR", help="project root (default: .)")
+    p.add_argument("--listen", default=None, metavar="HOST:PORT",
+                   help="address to bind (default: serve.listen, 127.0.0.1:9464; port 0 = any free port)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback address (the endpoints have no authentication)")
+    p.add_argument("--no-probes", action="store_true", help="do not run the gate on a schedule")
+    p.add_argument("--no-export", action="store_true", help="do not run the OTLP exporter")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    import signal
+    import sys
+    import threading
+
+    from memhealth.config import load
+    from memhealth.errors import MemhealthError
+    from memhealth.project import Project
+    from telemetry.serve import ListenError, Serve, parse_listen
+
+    project = Project.find(args.project)
+    cfg = load(project.state_dir)
+    try:
+        host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
+    except ListenError as exc:
+        err = MemhealthError(str(exc))
+        err.exit_code = 2
+        raise err from None
+    app = Serve(project, cfg, host, port, probe=None if args.no_probes else "default",
+                export=not args.no_export)
+    try:
+        app.start()
+    except OSError as exc:
+        raise MemhealthError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    shown = f"[{app.host}]" if ":" in app.host else app.host
+    print(f"memhealth serve: listening on http://{shown}:{app.port} for {project.root}", flush=True)
+
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum, _frame):
+        received.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    while not stop.wait(0.5):
+        pass
+    app.stop()
+    last = app.export_state.get("last") or {}
+    print(f"memhealth serve: stopped ({signal.Signals(received[0]).name}); "
+          f"final export {'ok' if last.get('ok', True) else 'failed'}", flush=True)
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,256 @@
+"""The numbers appendix: what the store says happened over the last N days.
+
+    data = build_report(conn, days=7)      # plain dict, JSON-ready
+    print(render_text(data))
+
+Sections: hook invocations and failures per day (by hook and failure family), killed
+hooks, the injection window (prompts, intent-bearing, injections, cascade outcome counts,
+retrieval latency median/p90), gate verdict history, degradations, alert decisions and the
+telemetry pipeline. Standard library only; reads indexed time ranges of the raw tables
+(a report is a one-off, unlike a scrape).
+"""
+
+from __future__ import annotations
+
+import time
+
+from memory_core.db import sqlite3
+from memory_core.errors import StoreError
+from telemetry.catalog import INJECTION_OUTCOMES
+
+DAY_NS = 86400 * 10 ** 9
+
+
+def _day(column: str) -> str:
+    return f"date({column} / 1000000000, 'unixepoch')"
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100), at least 1
+    return ordered[int(min(rank, len(ordered))) - 1]
+
+
+def _has_table(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (name,)).fetchone() is not None
+
+
+def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
+                 killed_after_s: float | None = 900.0) -> dict:
+    """Every section of the appendix for the window [now - days, now]."""
+    now_ns = now_ns or time.time_ns()
+    since = now_ns - int(days * DAY_NS)
+    if killed_after_s is not None:
+        from telemetry.record import reap_killed
+
+        try:
+            reap_killed(conn, killed_after_s, now_ns=now_ns)
+        except (StoreError, sqlite3.Error):
+            pass  # a locked store still gets reported; open rows show as running
+    return {
+        "window": {"days": days, "since_ns": since, "until_ns": now_ns,
+                   "since": time.strftime("%Y-%m-%d %H:%M", time.gmtime(since / 1e9)),
+                   "until": time.strftime("%Y-%m-%d %H:%M", time.gmtime(now_ns / 1e9))},
+        "invocations": _invocations(conn, since),
+        "failures": _failures(conn, since),
+        "killed": _killed(conn, since),
+        "injection": _injection(conn, since),
+        "gate": _gate(conn, since),
+        "degradations": _degradations(conn, since),
+        "alerts": _alerts(conn, since),
+        "telemetry": _telemetry(conn),
+    }
+
+
+def _invocations(conn, since: int) -> dict:
+    per_day: dict[tuple, dict] = {}
+    totals: dict[str, dict] = {}
+    for day, hook, outcome, n in conn.execute(
+            f"SELECT {_day('started_ns')} AS day, hook, ifnull(outcome, 'running'), count(*) "
+            "FROM heartbeats WHERE started_ns >= ? GROUP BY day, hook, outcome ORDER BY day, hook",
+            (since,)):
+        row = per_day.setdefault((day, hook), {"day": day, "hook": hook, "total": 0, "ok": 0,
+                                               "error": 0, "killed": 0, "running": 0})
+        row[outcome] = row.get(outcome, 0) + n
+        row["total"] += n
+        tot = totals.setdefault(hook, {"hook": hook, "total": 0, "ok": 0, "error": 0, "killed": 0,
+                                       "running": 0})
+        tot[outcome] = tot.get(outcome, 0) + n
+        tot["total"] += n
+    for tot in totals.values():
+        done = tot["total"] - tot["running"]
+        tot["success_ratio"] = round(tot["ok"] / done, 4) if done else None
+    return {"per_day": list(per_day.values()), "by_hook": sorted(totals.values(), key=lambda r: r["hook"])}
+
+
+def _failures(conn, since: int) -> dict:
+    per_day = [{"day": d, "hook": h, "family": r or "unknown", "count": n}
+               for d, h, r, n in conn.execute(
+                   f"SELECT {_day('started_ns')} AS day, hook, reason, count(*) FROM heartbeats "
+                   "WHERE started_ns >= ? AND outcome IN ('error', 'killed') "
+                   "GROUP BY day, hook, reason ORDER BY day, hook, count(*) DESC", (since,))]
+    by_family: dict[str, int] = {}
+    for row in per_day:
+        by_family[row["family"]] = by_family.get(row["family"], 0) + row["count"]
+    return {"per_day": per_day,
+            "by_family": [{"family": f, "count": n}
+                          for f, n in sorted(by_family.items(), key=lambda kv: (-kv[1], kv[0]))]}
+
+
+def _killed(conn, since: int) -> list[dict]:
+    return [{"hook": h, "count": n, "last_started_ns": last}
+            for h, n, last in conn.execute(
+                "SELECT hook, count(*), max(started_ns) FROM heartbeats "
+                "WHERE started_ns >= ? AND outcome = 'killed' GROUP BY hook ORDER BY count(*) DESC",
+                (since,))]
+
+
+def _injection(conn, since: int) -> dict:
+    outcomes = {o: 0 for o in INJECTION_OUTCOMES}
+    prompts = intent = 0
+    latencies: list[float] = []
+    per_day: dict[str, dict] = {}
+    for day, outcome, has_intent, ms in conn.execute(
+            f"SELECT {_day('ts_ns')}, outcome, intent IS NOT NULL AND intent != '', retrieval_ms "
+            "FROM decisions WHERE ts_ns >= ? AND hook = 'prompt'", (since,)):
+        prompts += 1
+        intent += 1 if has_intent else 0
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        if ms is not None:
+            latencies.append(float(ms))
+        row = per_day.setdefault(day, {"day": day, "prompts": 0, "intent": 0, "injected": 0})
+        row["prompts"] += 1
+        row["intent"] += 1 if has_intent else 0
+        row["injected"] += 1 if outcome == "injected" else 0
+    injected = outcomes.get("injected", 0)
+    return {
+        "prompts": prompts,
+        "intent_bearing": intent,
+        "injections": injected,
+        "injection_rate": round(injected / prompts, 4) if prompts else None,
+        "outcomes": outcomes,
+        "retrieval_ms": {"n": len(latencies), "median": _pct(latencies, 50), "p90": _pct(latencies, 90)},
+        "per_day": [per_day[d] for d in sorted(per_day)],
+    }
+
+
+def _gate(conn, since: int) -> dict:
+    per_day: dict[str, dict] = {}
+    for day, verdict, n in conn.execute(
+            f"SELECT {_day('ts_ns')} AS day, verdict, count(*) FROM gate_runs WHERE ts_ns >= ? "
+            "GROUP BY day, verdict ORDER BY day", (since,)):
+        row = per_day.setdefault(day, {"day": day, "green": 0, "red": 0})
+        row[verdict] = row.get(verdict, 0) + n
+    recent = []
+    for run_id, ts, total, green, red, verdict in conn.execute(
+            "SELECT id, ts_ns, total, green, red, verdict FROM gate_runs WHERE ts_ns >= ? "
+            "ORDER BY id DESC LIMIT 10", (since,)).fetchall():
+        reds = [name for (name,) in conn.execute(
+            "SELECT name FROM gate_checks WHERE run_id = ? AND status = 'red' ORDER BY name", (run_id,))]
+        recent.append({"ts_ns": ts, "verdict": verdict, "green": green, "total": total, "red": red,
+                       "red_checks": reds})
+    red_checks: dict[str, int] = {}
+    for name, n in conn.execute(
+            "SELECT c.name, count(*) FROM gate_checks c JOIN gate_runs r ON r.id = c.run_id "
+            "WHERE r.ts_ns >= ? AND c.status = 'red' GROUP BY c.name ORDER BY count(*) DESC", (since,)):
+        red_checks[name] = n
+    return {"per_day": [per_day[d] for d in sorted(per_day)], "recent": recent, "red_checks": red_checks}
+
+
+def _degradations(conn, since: int) -> list[dict]:
+    return [{"component": c, "reason": r, "count": n, "last_ns": last}
+            for c, r, n, last in conn.execute(
+                "SELECT component, reason, count(*), max(ts_ns) FROM degradations WHERE ts_ns >= ? "
+                "GROUP BY component, reason ORDER BY count(*) DESC", (since,))]
+
+
+def _alerts(conn, since: int) -> list[dict]:
+    if not _has_table(conn, "alert_decisions"):
+        return []
+    return [{"route": r, "decision": d, "count": n}
+            for r, d, n in conn.execute(
+                "SELECT route, decision, count(*) FROM alert_decisions WHERE ts_ns >= ? "
+                "GROUP BY route, decision ORDER BY route, decision", (since,))]
+
+
+def _telemetry(conn) -> dict:
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'export.%'").fetchall())
+    last_id = int(meta.get("export.spans.last_id") or 0)
+    (backlog,) = conn.execute("SELECT count(*) FROM spans WHERE id > ?", (last_id,)).fetchone()
+    last_ok = int(meta.get("export.last_success_ns") or 0)
+    return {"outbox_backlog": backlog, "last_export_success_ns": last_ok or None,
+            "last_export_error": meta.get("export.last_error") or None}
+
+
+# -- text rendering ------------------------------------------------------------------------
+
+def _table(headers: list[str], rows: list[list]) -> list[str]:
+    if not rows:
+        return ["  (none)"]
+    cells = [[("-" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v)) for v in r]
+             for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    line = "  " + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line.rstrip(), "  " + "  ".join("-" * w for w in widths)]
+    for raw, r in zip(rows, cells, strict=True):
+        out.append(("  " + "  ".join(
+            c.rjust(w) if isinstance(v, (int, float)) or c.endswith("%") else c.ljust(w)
+            for v, c, w in zip(raw, r, widths, strict=True))).rstrip())
+    return out
+
+
+def _when(ns: int | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ns / 1e9)) if ns else "-"
+
+
+def render_text(data: dict) -> str:
+    """The appendix as plain-text tables (UTC days)."""
+    w = data["window"]
+    out = [f"memhealth report: {w['days']:g} day(s), {w['since']} .. {w['until']} UTC", ""]
+    out.append("Hook invocations by hook")
+    out += _table(["hook", "total", "ok", "error", "killed", "running", "success"],
+                  [[r["hook"], r["total"], r["ok"], r["error"], r["killed"], r["running"],
+                    "-" if r["success_ratio"] is None else f"{r['success_ratio'] * 100:.1f}%"]
+                   for r in data["invocations"]["by_hook"]])
+    out += ["", "Hook invocations per day"]
+    out += _table(["day", "hook", "total", "ok", "error", "killed"],
+                  [[r["day"], r["hook"], r["total"], r["ok"], r["error"], r["killed"]]
+                   for r in data["invocations"]["per_day"]])
+    out += ["", "Failures per day by hook and family"]
+    out += _table(["day", "hook", "family", "count"],
+                  [[r["day"], r["hook"], r["family"], r["count"]] for r in data["failures"]["per_day"]])
+    out += ["", "Failures by family"]
+    out += _table(["family", "count"], [[r["family"], r["count"]] for r in data["failures"]["by_family"]])
+    out += ["", "Killed hooks (started, never completed)"]
+    out += _table(["hook", "count", "last started"],
+                  [[r["hook"], r["count"], _when(r["last_started_ns"])] for r in data["killed"]])
+    inj = data["injection"]
+    lat = inj["retrieval_ms"]
+    rate = "-" if inj["injection_rate"] is None else f"{inj['injection_rate'] * 100:.1f}%"
+    out += ["", "Injection window",
+            f"  prompts {inj['prompts']}, intent-bearing {inj['intent_bearing']}, "
+            f"injections {inj['injections']} ({rate} of prompts)",
+            f"  retrieval latency: n={lat['n']} median="
+            + ("-" if lat["median"] is None else f"{lat['median']:.1f} ms")
+            + " p90=" + ("-" if lat["p90"] is None else f"{lat['p90']:.1f} ms")]
+    out += _table(["cascade outcome", "count"], [[k, v] for k, v in inj["outcomes"].items()])
+    out += ["", "Gate verdicts per day"]
+    out += _table(["day", "green", "red"], [[r["day"], r["green"], r["red"]] for r in data["gate"]["per_day"]])
+    out += ["", "Recent gate runs"]
+    out += _table(["when", "verdict", "green/total", "red checks"],
+                  [[_when(r["ts_ns"]), r["verdict"], f"{r['green']}/{r['total']}", ", ".join(r["red_checks"]) or "-"]
+                   for r in data["gate"]["recent"]])
+    out += ["", "Degradations"]
+    out += _table(["component", "reason", "count", "last"],
+                  [[r["component"], r["reason"], r["count"], _when(r["last_ns"])] for r in data["degradations"]])
+    out += ["", "Alert decisions"]
+    out += _table(["route", "decision", "count"], [[r["route"], r["decision"], r["count"]] for r in data["alerts"]])
+    tel = data["telemetry"]
+    out += ["", "Telemetry pipeline",
+            f"  outbox backlog {tel['outbox_backlog']} span(s); last export {_when(tel['last_export_success_ns'])}"
+            + (f"; last error: {tel['last_export_error']}" if tel["last_export_error"] else "")]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,391 @@
+"""`memhealth serve`: the long-lived side of telemetry, on one loopback HTTP port.
+
+    app = Serve(project, cfg, host="127.0.0.1", port=9464)
+    app.start()                      # HTTP thread, probe thread, exporter thread
+    ...
+    app.stop()                       # final export bounded by telemetry.export_timeout_s
+
+Endpoints:
+- `GET /metrics`: Prometheus exposition from the store (`telemetry.collector`). A scrape
+  is bounded: a locked or slow store yields the last good values and
+  `memhealth_scrape_errors_total` goes up, never a hang (a scrape that waits past
+  scrape_timeout makes a live target read as dead; REFERENCE §7).
+- `GET /healthz`: liveness of serve itself, from memory only; never waits on a probe or
+  the database.
+- `POST /alerts`: Alertmanager webhook (v4) → alert budget policy → sinks. Every decision
+  is appended to `alerts.sink_file` (NDJSON); pages and digests are also POSTed to
+  `alerts.webhook_url` when set. A malformed body gets 400 and is still written to the
+  sink, marked rejected, so nothing is lost.
+
+Background threads: scheduled probes (the gate, every `serve.probe_interval_s`; a cold
+model load or a hung probe never blocks a scrape) and the OTLP exporter (every
+`serve.export_interval_s`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from memory_core.db import connect
+from memory_core.errors import StoreError
+from telemetry.collector import StoreCollector
+
+MAX_ALERT_BODY = 4 * 1024 * 1024
+REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread forever
+
+
+class ListenError(ValueError):
+    """The listen address is unusable or not allowed (non-loopback without --allow-remote)."""
+
+
+def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
+    """"host:port" (or "[v6]:port") → (host, port); non-loopback refused unless allowed."""
+    text = listen.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest.lstrip(":")
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise ListenError(f"listen address {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9464")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ListenError(f"listen address {listen!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ListenError(f"listen address {listen!r}: port out of range")
+    host = host or "127.0.0.1"
+    if host == "localhost":
+        host = "127.0.0.1"  # IPv4 literal: localhost may resolve to ::1 first
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        raise ListenError(f"listen address {listen!r}: {host!r} is not an IP address") from None
+    if not loopback and not allow_remote:
+        raise ListenError(f"refusing to bind {host}: /metrics and /alerts are unauthenticated; "
+                          "bind a loopback address or pass --allow-remote")
+    return host, port
+
+
+def decision_dict(decision) -> dict:
+    """A budget Decision (dataclass, slotted class, dict) as a JSON-ready dict."""
+    if isinstance(decision, dict):
+        return dict(decision)
+    for attr in ("to_dict", "as_dict"):
+        if callable(getattr(decision, attr, None)):
+            return dict(getattr(decision, attr)())
+    import dataclasses
+
+    if dataclasses.is_dataclass(decision):
+        return dataclasses.asdict(decision)
+    slots = getattr(type(decision), "__slots__", ())
+    if slots:
+        return {name: getattr(decision, name, None) for name in slots}
+    return dict(vars(decision))
+
+
+def validate_webhook(payload) -> list[dict]:
+    """The alerts of an Alertmanager webhook payload; ValueError says what is wrong."""
+    if not isinstance(payload, dict):
+        raise ValueError(f"body is a JSON {type(payload).__name__}, expected an object")
+    alerts = payload.get("alerts")
+    if not isinstance(alerts, list):
+        raise ValueError("body has no 'alerts' list (Alertmanager webhook v4)")
+    for i, alert in enumerate(alerts):
+        if not isinstance(alert, dict):
+            raise ValueError(f"alerts[{i}] is not an object")
+        if not isinstance(alert.get("labels", {}), dict):
+            raise ValueError(f"alerts[{i}].labels is not an object")
+    return alerts
+
+
+def gate_probe(conn, cfg, project) -> None:
+    """The default scheduled probe: one gate run (probes/gate.py), recorded in the store."""
+    from probes import gate
+
+    gate.run_gate(conn, cfg, project=project)
+
+
+def _find_default_probe():
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return gate_probe if os.path.exists(os.path.join(here, "probes", "gate.py")) else None
+
+
+class Sink:
+    """Append-only NDJSON file (0600), one decision per line, safe across handler threads."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, record: dict) -> None:
+        line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+
+
+class Serve:
+    """One project's serve process: HTTP endpoints plus probe and exporter threads.
+
+        app = Serve(project, cfg, port=0).start()   # app.port is the bound port
+        app.stop()
+
+    `probe` is called as probe(conn, cfg, project) on the probe thread (default: the gate
+    when probes/gate.py exists; None disables probing)."""
+
+    def __init__(self, project, cfg, host: str = "127.0.0.1", port: int = 9464, *,
+                 probe="default", export: bool = True, environ=None):
+        self.project = project
+        self.cfg = cfg
+        self.host = host
+        self.port = port
+        self.environ = os.environ if environ is None else environ
+        self.probe = _find_default_probe() if probe == "default" else probe
+        self.export_enabled = export
+        self.collector = StoreCollector(project.db_path, killed_after_s=cfg["hooks"]["killed_after_s"])
+        sink_file = cfg["alerts"]["sink_file"]
+        self.sink = Sink(sink_file if os.path.isabs(sink_file) else os.path.join(project.root, sink_file))
+        self.started_at = time.time()
+        self.stopping = threading.Event()
+        self.probe_state = {"runs": 0, "errors": 0, "running_since": None, "last_finished": None,
+                            "last_error": None, "last_duration_s": None}
+        self.export_state: dict = {"runs": 0, "last": None}
+        self._alert_lock = threading.Lock()
+        self._alert_conn = None
+        self._server = None
+        self._threads: list[threading.Thread] = []
+        self._registry = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> Serve:
+        from prometheus_client import CollectorRegistry
+
+        self._registry = CollectorRegistry()
+        self._registry.register(self.collector)  # describe(): no query at registration
+        connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
+        server_cls = ThreadingHTTPServer
+        if ":" in self.host:
+            import socket
+
+            class V6Server(ThreadingHTTPServer):
+                address_family = socket.AF_INET6
+
+            server_cls = V6Server
+        self._server = server_cls((self.host, self.port), _handler(self))
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._spawn("http", self._server.serve_forever, 0.1)
+        if self.probe is not None:
+            self._spawn("probe", self._probe_loop)
+        if self.export_enabled:
+            self._spawn("export", self._export_loop)
+        return self
+
+    def _spawn(self, name, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"memhealth-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Stop serving; the exporter makes one final attempt, bounded by its timeout."""
+        self.stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        budget = float(self.cfg["telemetry"]["export_timeout_s"]) * 2 + 2.0
+        deadline = time.monotonic() + budget
+        for thread in self._threads:
+            if thread.name == "memhealth-probe":
+                continue  # a hung probe is abandoned (daemon thread), never waited on
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.collector.close()
+
+    # -- background work ------------------------------------------------------------------
+
+    def _probe_loop(self) -> None:
+        interval = float(self.cfg["serve"]["probe_interval_s"])
+        conn = None
+        while not self.stopping.is_set():
+            state = self.probe_state
+            state["running_since"] = time.time()
+            t0 = time.monotonic()
+            try:
+                if conn is None:
+                    conn = connect(self.project.db_path)
+                self.probe(conn, self.cfg, self.project)
+                state["last_error"] = None
+            except Exception as exc:  # a probe bug must not kill the schedule
+                state["errors"] += 1
+                state["last_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            state["runs"] += 1
+            state["running_since"] = None
+            state["last_finished"] = time.time()
+            state["last_duration_s"] = round(time.monotonic() - t0, 3)
+            self.stopping.wait(interval)
+
+    def _export_loop(self) -> None:
+        from telemetry.export import OtlpExporter
+
+        interval = float(self.cfg["serve"]["export_interval_s"])
+        exporter = OtlpExporter(self.cfg, self.environ)
+        conn = None
+        try:
+            while True:
+                final = self.stopping.is_set()
+                try:
+                    if conn is None:
+                        conn = connect(self.project.db_path)
+                    result = exporter.run_once(conn, scrape_errors=self.collector.errors)
+                    self.export_state["last"] = result.as_dict()
+                except StoreError as exc:
+                    self.export_state["last"] = {"ok": False, "error": str(exc)}
+                self.export_state["runs"] += 1
+                if final:
+                    return
+                self.stopping.wait(interval)
+        finally:
+            exporter.shutdown()
+            if conn is not None:
+                conn.close()
+
+    # -- endpoints --------------------------------------------------------------------------
+
+    def metrics(self, accept: str | None) -> tuple[bytes, str]:
+        from prometheus_client.exposition import choose_encoder
+
+        encoder, content_type = choose_encoder(accept or "")
+        return encoder(self._registry), content_type
+
+    def health(self) -> dict:
+        probe = dict(self.probe_state)
+        if probe["running_since"] is not None:
+            probe["running_for_s"] = round(time.time() - probe["running_since"], 3)
+        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3),
+                "scrape_errors": self.collector.errors, "last_scrape_error": self.collector.last_error,
+                "probe": probe, "export": self.export_state}
+
+    def alerts(self, body: bytes) -> tuple[int, dict]:
+        """Handle one webhook POST; (HTTP status, response JSON). Never loses the body."""
+        now = time.time()
+        try:
+            payload = json.loads(body.decode("utf-8"))
+            alerts = validate_webhook(payload)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300],
+                              "raw": body.decode("utf-8", "replace")})
+            return 400, {"error": str(exc)[:300]}
+        try:
+            decisions = self._decide(alerts, now)
+        except Exception as exc:  # the policy failed: keep the alerts, say so
+            self.sink.append({"ts": now, "decision": "error", "error": f"{type(exc).__name__}: {exc}"[:300],
+                              "raw": payload})
+            return 500, {"error": "alert budget policy failed; alerts kept in the sink"}
+        records = []
+        for decision in decisions:
+            record = decision_dict(decision)
+            record.setdefault("ts", now)
+            self.sink.append(record)
+            records.append(record)
+        self._forward(records)
+        return 200, {"decisions": len(records)}
+
+    def _decide(self, alerts: list[dict], now: float) -> list:
+        budget_py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                 "probes", "budget.py")
+        if not os.path.exists(budget_py):
+            # no budget policy built into this install: record every alert as noted
+            return [{"decision": "noted", "route": a.get("labels", {}).get("severity", "default"),
+                     "alertname": a.get("labels", {}).get("alertname", ""), "status": a.get("status")}
+                    for a in alerts]
+        from probes import budget
+
+        with self._alert_lock:
+            if self._alert_conn is None:
+                self._alert_conn = connect(self.project.db_path)
+            return budget.decide(self._alert_conn, alerts, now, self.cfg)
+
+    def _forward(self, records: list[dict]) -> None:
+        """POST pages and digests to alerts.webhook_url on a short-lived thread (bounded)."""
+        url = self.cfg["alerts"]["webhook_url"]
+        outgoing = [r for r in records if r.get("decision") in ("paged", "digest") or r.get("digest")]
+        if not url or not outgoing:
+            return
+
+        def post():
+            import urllib.request
+
+            data = json.dumps({"source": "memhealth", "decisions": outgoing}, default=str).encode()
+            req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=float(self.cfg["telemetry"]["export_timeout_s"])):
+                    pass
+            except Exception as exc:
+                self.sink.append({"ts": time.time(), "decision": "forward_failed", "error": str(exc)[:300],
+                                  "count": len(outgoing)})
+
+        threading.Thread(target=post, name="memhealth-webhook", daemon=True).start()
+
+
+def _handler(app: Serve):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "memhealth"
+        timeout = REQUEST_SOCKET_TIMEOUT_S
+
+        def log_message(self, *args):
+            pass
+
+        def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _json(self, code: int, obj) -> None:
+            self._send(code, (json.dumps(obj, default=str) + "\n").encode("utf-8"))
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, content_type = app.metrics(self.headers.get("Accept"))
+                self._send(200, body, content_type)
+            elif path == "/healthz":
+                self._json(200, app.health())
+            elif path == "/":
+                self._send(200, b"memhealth serve: /metrics /healthz POST /alerts\n", "text/plain")
+            else:
+                self._json(404, {"error": f"no route {path}"})
+
+        do_HEAD = do_GET
+
+        def do_POST(self):
+            path = self.path.split("?", 1)[0]
+            if path != "/alerts":
+                self._json(404, {"error": f"no route {path}"})
+                return
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0 or length > MAX_ALERT_BODY:
+                app.sink.append({"ts": time.time(), "decision": "rejected",
+                                 "error": f"bad Content-Length {self.headers.get('Content-Length')!r}"})
+                self._json(400 if length < 0 else 413, {"error": "bad or oversized body"})
+                return
+            body = self.rfile.read(length)
+            code, obj = app.alerts(body)
+            self._json(code, obj)
+
+    return Handler
