@@ -207,8 +207,7 @@ class OllamaClient:
         texts = [clean(t) for t in texts]
         if not texts:
             return []
-        read_s = self.read_timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + self.connect_timeout_s + read_s
+        budget = self._budget(timeout_s)
         span = None
         if trace is not None:
             span = trace.span(f"embeddings {self.model}", kind="client", **{
@@ -223,7 +222,7 @@ class OllamaClient:
                     raise EmbedError("circuit_open",
                                      f"embedding skipped: {self.url} failed earlier in this process "
                                      f"({opened.reason})", endpoint=self.url)
-            vectors = self._embed_retrying(texts, deadline)
+            vectors = self._embed_retrying(texts, budget)
         except EmbedError as exc:
             if exc.reason in BREAKER_REASONS:
                 _OPEN[self.url] = exc
@@ -241,7 +240,7 @@ class OllamaClient:
 
     def tags(self, timeout_s: float | None = None) -> list[dict]:
         """`GET /api/tags` → the installed models (`[{name, model, details, ...}]`)."""
-        data = self._call("GET", "/api/tags", None, self._deadline(timeout_s))
+        data = self._call("GET", "/api/tags", None, self._budget(timeout_s))
         models = data.get("models")
         if not isinstance(models, list):
             raise self._malformed("/api/tags", data)
@@ -251,14 +250,14 @@ class OllamaClient:
         """`POST /api/show` → details and model_info (see `embedding_length`); a missing
         model raises EmbedError("model_missing")."""
         data = self._call("POST", "/api/show", self._body(model=model or self.model),
-                          self._deadline(timeout_s))
+                          self._budget(timeout_s))
         if not isinstance(data.get("model_info", {}), dict):
             raise self._malformed("/api/show", data)
         return data
 
     def ps(self, timeout_s: float | None = None) -> list[dict]:
         """`GET /api/ps` → the models loaded right now (absent = cold)."""
-        data = self._call("GET", "/api/ps", None, self._deadline(timeout_s))
+        data = self._call("GET", "/api/ps", None, self._budget(timeout_s))
         models = data.get("models")
         if not isinstance(models, list):
             raise self._malformed("/api/ps", data)
@@ -273,21 +272,22 @@ class OllamaClient:
 
     # -- internals ------------------------------------------------------------------
 
-    def _deadline(self, timeout_s: float | None) -> float:
+    def _budget(self, timeout_s: float | None) -> tuple[float, float]:
+        """(deadline for the whole call, read timeout of each request)."""
         read_s = self.read_timeout_s if timeout_s is None else timeout_s
-        return time.monotonic() + self.connect_timeout_s + read_s
+        return time.monotonic() + self.connect_timeout_s + read_s, read_s
 
     def _body(self, **fields) -> dict:
         # The same keep_alive and num_ctx on every request: a different num_ctx makes
         # Ollama reload the model (REFERENCE §3), which turns a warm server cold.
         return {**fields, "keep_alive": self.keep_alive, "options": {"num_ctx": self.num_ctx}}
 
-    def _embed_retrying(self, texts: list[str], deadline: float) -> list[list[float]]:
+    def _embed_retrying(self, texts: list[str], budget: tuple[float, float]) -> list[list[float]]:
         heads = iter(OVERFLOW_HEADS)
         current = texts
         while True:
             try:
-                return self._embed_once(current, deadline)
+                return self._embed_once(current, budget)
             except EmbedError as exc:
                 if exc.reason != "context_overflow":
                     raise
@@ -295,20 +295,20 @@ class OllamaClient:
                 head = next(heads, None)
                 while head is not None and head >= longest:
                     head = next(heads, None)
-                if head is None or time.monotonic() >= deadline:
+                if head is None or time.monotonic() >= budget[0]:
                     raise
                 current = [t[:head] for t in current]
 
-    def _embed_once(self, texts: list[str], deadline: float) -> list[list[float]]:
+    def _embed_once(self, texts: list[str], budget: tuple[float, float]) -> list[list[float]]:
         if self.url in _LEGACY:
-            return self._embed_legacy(texts, deadline)
+            return self._embed_legacy(texts, budget)
         try:
-            data = self._call("POST", "/api/embed", self._body(model=self.model, input=texts), deadline)
+            data = self._call("POST", "/api/embed", self._body(model=self.model, input=texts), budget)
         except EmbedError as exc:
             if exc.reason == "http_error" and exc.status == 404:
                 # a 404 that does not name a model is a missing route: Ollama before /api/embed
                 _LEGACY.add(self.url)
-                return self._embed_legacy(texts, deadline)
+                return self._embed_legacy(texts, budget)
             raise
         vectors = data.get("embeddings")
         if not isinstance(vectors, list) or len(vectors) != len(texts):
@@ -317,11 +317,11 @@ class OllamaClient:
                                                          "prompt_eval_count")}
         return self._guard(vectors, "/api/embed")
 
-    def _embed_legacy(self, texts: list[str], deadline: float) -> list[list[float]]:
+    def _embed_legacy(self, texts: list[str], budget: tuple[float, float]) -> list[list[float]]:
         vectors = []
         for text in texts:
             data = self._call("POST", "/api/embeddings", self._body(model=self.model, prompt=text),
-                              deadline)
+                              budget)
             vec = data.get("embedding")
             if not isinstance(vec, list):
                 raise self._malformed("/api/embeddings", data)
@@ -363,15 +363,17 @@ class OllamaClient:
             self._http = httpx.Client(trust_env=False)
         return self._http
 
-    def _call(self, method: str, path: str, body: dict | None, deadline: float) -> dict:
+    def _call(self, method: str, path: str, body: dict | None, budget: tuple[float, float]) -> dict:
         """One request; the parsed JSON object, or EmbedError with the right reason."""
         import httpx
 
+        deadline, read_s = budget
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise EmbedError("timeout", f"{path} at {self.url}: no time left in this call's budget",
                              endpoint=self.url)
-        timeout = httpx.Timeout(remaining, connect=min(self.connect_timeout_s, remaining))
+        # A hung server blocks one read: it costs the read timeout, not the whole budget.
+        timeout = httpx.Timeout(min(read_s, remaining), connect=min(self.connect_timeout_s, remaining))
         url = self.url + path
         try:
             resp = self._client().request(method, url, json=body, timeout=timeout)
@@ -379,7 +381,7 @@ class OllamaClient:
             raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} (connect timeout "
                              f"after {self.connect_timeout_s:g}s)", endpoint=self.url) from exc
         except httpx.TimeoutException as exc:
-            raise EmbedError("timeout", f"{path} at {self.url}: no answer within {remaining:.1f}s",
+            raise EmbedError("timeout", f"{path} at {self.url}: no answer within {min(read_s, remaining):.1f}s",
                              endpoint=self.url) from exc
         except httpx.HTTPError as exc:  # ConnectError, RemoteProtocolError, ReadError, ...
             raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} "

@@ -214,7 +214,7 @@ def test_a_hung_server_call_ends_within_connect_plus_read_timeout(ollama):
     t0 = time.monotonic()
     with pytest.raises(EmbedError):
         client_for(ollama.url, read_timeout_s=0.4).embed(["q"])
-    assert time.monotonic() - t0 < 0.4 + 0.5 + 0.1
+    assert time.monotonic() - t0 < 0.4 + 0.1  # the read timeout, not connect + read
 
 
 def test_cold_server_answers_after_its_load_delay_and_reports_it(ollama):

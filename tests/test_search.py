@@ -1,0 +1,247 @@
+"""Hybrid search on a real store with the stand-in as a real server: fusion and degradation."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memhealth.config import defaults
+from memory_core import db, vectors
+from memory_core.embed import OllamaClient, forget_process_state
+from memory_core.search import RRF_K, search
+from memory_core.text import clean
+from telemetry.record import Trace
+from tests.ollama_standin import OllamaStandin
+
+DIM = 8
+MODEL = "nomic-embed-text"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CORPUS = [
+    ("docs", "docs/wal.md", "WAL checkpoints", "The WAL checkpoint stalls when a reader holds a snapshot.", 10),
+    ("memory", "memory/ollama.md", "Ollama", "Ollama binds 127.0.0.1; localhost may resolve to ::1 first.", 40),
+    ("ledger", "ledger.md", "Decision", "We keep BM25 as the fallback when the embedding server is down.", 30),
+    ("git", "git:abc123", "fix", "Fix checkpoint starvation by bounding reader snapshots.", 15),
+    ("docs", "docs/vec.md", "Vectors", "sqlite-vec stores one float vector per chunk.", 10),
+]
+
+
+def add_chunk(conn, source, path, title, content, weight=10.0, line=1) -> int:
+    cur = conn.execute(
+        "INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
+        "signal_weight, created_ns) VALUES (?, ?, ?, ?, 'heading', ?, ?, ?, ?, ?)",
+        (source, path, line, line + 3, title, content, str(hash((path, content, line))), weight,
+         time.time_ns()))
+    return cur.lastrowid
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state():
+    forget_process_state()
+    yield
+    forget_process_state()
+
+
+@pytest.fixture
+def store(tmp_path):
+    conn = db.connect(tmp_path / "memory.db")
+    for row in CORPUS:
+        add_chunk(conn, *row)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def ollama():
+    with OllamaStandin(mode="healthy", dim=DIM, models=[MODEL], hang_s=10.0) as server:
+        yield server
+
+
+def config(url: str = "", timeout_s: float = 2.0):
+    cfg = defaults()
+    cfg["embedding"].update(url=url, model=MODEL, dim=DIM, timeout_s=timeout_s)
+    return cfg
+
+
+def embed_all(conn, url: str) -> None:
+    assert vectors.ensure_vec_table(conn, DIM)
+    result = vectors.backfill(conn, OllamaClient(url, MODEL, DIM))
+    assert result.error is None and result.remaining == 0
+
+
+def degradations(conn) -> list[tuple]:
+    return conn.execute("SELECT component, reason FROM degradations ORDER BY id").fetchall()
+
+
+def closed_url() -> str:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def test_unconfigured_embeddings_give_bm25_results_and_no_degradation_row(store):
+    result = search(store, "why does the checkpoint stall?", config(), k=5)
+    assert result.legs_answered == ["bm25"]
+    assert result.degraded == "not_configured"
+    assert {h.path for h in result.hits[:2]} == {"docs/wal.md", "git:abc123"}
+    assert all(h.legs == ("bm25",) for h in result.hits)
+    assert degradations(store) == []
+
+
+def test_hybrid_search_fuses_both_legs_with_rrf_times_signal_weight(store, ollama):
+    embed_all(store, ollama.url)
+    # The stand-in's vectors are equal only for equal text, so embedding a chunk's exact
+    # text makes the vector leg rank that chunk first.
+    query = vectors.embed_text("Ollama", CORPUS[1][3])
+    result = search(store, query, config(ollama.url), k=3)
+    assert result.legs_answered == ["bm25", "vector"]
+    assert result.degraded is None
+    top = result.hits[0]
+    assert top.path == "memory/ollama.md"
+    assert set(top.legs) == {"bm25", "vector"}
+    assert top.score == pytest.approx(2 / (RRF_K + 1) * (1 + 40 / 100))
+    assert top.distance == pytest.approx(0.0, abs=1e-6)
+    assert {"bm25_ms", "embed_ms", "knn_ms", "fuse_ms", "total_ms"} <= set(result.timings)
+
+
+def test_signal_weight_lifts_a_lower_ranked_chunk(tmp_path):
+    conn = db.connect(tmp_path / "memory.db")
+    plain = add_chunk(conn, "docs", "a.md", "", "zebra zebra zebra crossing", weight=10)
+    boosted = add_chunk(conn, "memory", "b.md", "", "zebra crossing rules and more words here", weight=40)
+    result = search(conn, "zebra", config(), k=2)
+    assert [h.chunk_id for h in result.hits] == [boosted, plain]
+    assert result.hits[0].bm25 < result.hits[1].bm25
+
+
+def test_a_hung_server_gives_bm25_results_within_the_timeout_and_one_degradation_row(store, ollama):
+    embed_all(store, ollama.url)
+    ollama.mode = "hung"
+    t0 = time.monotonic()
+    result = search(store, "checkpoint stall", config(ollama.url, timeout_s=0.3), k=5)
+    elapsed = time.monotonic() - t0
+    assert elapsed < 0.3 + 0.1
+    assert result.degraded == "timeout"
+    assert result.legs_answered == ["bm25"]
+    assert "docs/wal.md" in [h.path for h in result.hits]
+    assert degradations(store) == [("embedding", "timeout")]
+
+
+def test_an_unreachable_server_gives_bm25_results_and_one_degradation_row(store, ollama):
+    embed_all(store, ollama.url)
+    cfg = config(closed_url(), timeout_s=0.3)
+    t0 = time.monotonic()
+    first = search(store, "checkpoint", cfg)
+    second = search(store, "snapshot", cfg)
+    assert time.monotonic() - t0 < 2 * (0.3 + 0.1)
+    assert (first.degraded, second.degraded) == ("unreachable", "circuit_open")
+    assert first.hits and second.hits
+    assert degradations(store) == [("embedding", "unreachable")]
+
+
+def test_the_circuit_breaker_skips_the_second_call_while_a_new_process_retries(store, ollama, tmp_path):
+    embed_all(store, ollama.url)
+    ollama.mode = "hung"
+    cfg = config(ollama.url, timeout_s=0.3)
+    assert search(store, "checkpoint", cfg).degraded == "timeout"
+    seen = len(ollama.requests)
+    t0 = time.monotonic()
+    again = search(store, "checkpoint", cfg)
+    assert time.monotonic() - t0 < 0.05
+    assert again.degraded == "circuit_open" and again.hits
+    assert len(ollama.requests) == seen
+    ollama.mode = "healthy"
+    code = f"""
+import json
+from memhealth.config import defaults
+from memory_core import db
+from memory_core.search import search
+cfg = defaults()
+cfg["embedding"].update(url={ollama.url!r}, model={MODEL!r}, dim={DIM}, timeout_s=2.0)
+r = search(db.connect({str(tmp_path / "memory.db")!r}), "checkpoint", cfg)
+print(json.dumps([r.legs_answered, r.degraded]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [["bm25", "vector"], None]
+    assert len(ollama.requests) == seen + 1
+
+
+def test_a_store_without_vectors_never_calls_the_server(store, ollama):
+    result = search(store, "checkpoint", config(ollama.url))
+    assert result.degraded == "no_vectors" and result.legs_answered == ["bm25"]
+    assert ollama.requests == []
+    assert degradations(store) == []
+
+
+def test_a_config_width_that_differs_from_the_table_degrades_and_names_the_fix(store, ollama):
+    embed_all(store, ollama.url)
+    cfg = config(ollama.url)
+    cfg["embedding"]["dim"] = 16
+    result = search(store, "checkpoint", cfg)
+    assert result.degraded == "dimension_mismatch"
+    assert "memhealth embed --rebuild" in result.degraded_detail
+    assert result.hits
+    assert len(ollama.requests) == len(CORPUS) // 64 + 1  # only the backfill's request
+    assert degradations(store) == [("embedding", "dimension_mismatch")]
+
+
+def test_a_precomputed_query_vector_runs_the_vector_leg_alone(store, ollama):
+    embed_all(store, ollama.url)
+    [qvec] = OllamaClient(ollama.url, MODEL, DIM).embed([vectors.embed_text("Ollama", CORPUS[1][3])])
+    seen = len(ollama.requests)
+    result = search(store, "", config(), k=2, query_vector=qvec, use_bm25=False)
+    assert result.legs_answered == ["vector"]
+    assert result.hits[0].path == "memory/ollama.md" and result.hits[0].legs == ("vector",)
+    assert result.hits[0].distance == pytest.approx(0.0, abs=1e-6)
+    assert len(ollama.requests) == seen
+
+
+def test_search_records_a_memory_search_span_with_the_embedding_span_inside(store, ollama):
+    embed_all(store, ollama.url)
+    trace = Trace()
+    search(store, "checkpoint", config(ollama.url), k=4, trace=trace)
+    outer, inner = trace.spans
+    assert outer.name == "memory.search"
+    assert outer.attributes["db.system.name"] == "sqlite"
+    assert outer.attributes["gen_ai.request.top_k"] == 4
+    assert outer.attributes["memhealth.search.legs"] == "bm25,vector"
+    assert "checkpoint" not in json.dumps(outer.attributes)  # no query text by default
+    assert inner.name == f"embeddings {MODEL}" and inner.parent_span_id == outer.span_id
+
+
+def test_control_characters_and_nul_in_the_query_are_stripped(store):
+    result = search(store, "check\x00point\x1b[31m stall\x7f", config())
+    assert "stall" in result.tokens
+    assert all("\x00" not in t for t in result.tokens)
+    assert result.hits
+
+
+def test_an_empty_or_punctuation_query_finds_nothing_without_raising(store):
+    assert search(store, "", config()).hits == []
+    assert search(store, '"*) OR NEAR(', config()).hits == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(st.text(max_size=200), min_size=1, max_size=4),
+       query=st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=200))
+def test_arbitrary_unicode_documents_and_queries_never_raise(tmp_path, docs, query):
+    conn = db.connect(tmp_path / "memory.db")
+    try:
+        for i, doc in enumerate(docs):
+            add_chunk(conn, "docs", f"p{i}.md", clean(doc[:20]), clean(doc), line=time.time_ns())
+        result = search(conn, query, config(), k=5)
+        assert len(result.hits) <= 5
+        assert result.legs_answered == ["bm25"]
+    finally:
+        conn.close()
