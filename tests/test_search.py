@@ -19,6 +19,7 @@ from memory_core.embed import OllamaClient, forget_process_state
 from memory_core.search import RRF_K, search
 from memory_core.text import clean
 from telemetry.record import Trace
+from tests.conftest import clean_env, run_cli
 from tests.ollama_standin import OllamaStandin
 
 DIM = 8
@@ -245,3 +246,33 @@ def test_arbitrary_unicode_documents_and_queries_never_raise(tmp_path, docs, que
         assert result.legs_answered == ["bm25"]
     finally:
         conn.close()
+
+
+def test_the_search_command_prints_source_path_lines_score_and_legs(project, ollama):
+    conn = db.connect(project / ".memhealth" / "memory.db")
+    for row in CORPUS:
+        add_chunk(conn, *row)
+    embed_all(conn, ollama.url)
+    conn.close()
+    env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM=DIM)
+    proc = run_cli("search", "checkpoint stall", "--k", "2", "--project", str(project), env=env)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert "docs/wal.md:1-4" in first or "git:abc123:1-4" in first
+    assert "[bm25" in first
+    proc = run_cli("search", "checkpoint", "--json", "--project", str(project), env=env)
+    data = json.loads(proc.stdout)
+    assert data["legs_answered"] == ["bm25", "vector"] and data["degraded"] is None
+    assert {"chunk_id", "source", "path", "line_start", "line_end", "score", "legs"} <= set(data["hits"][0])
+
+
+def test_the_search_command_says_when_it_fell_back_to_bm25(project):
+    conn = db.connect(project / ".memhealth" / "memory.db")
+    add_chunk(conn, *CORPUS[0])
+    assert vectors.ensure_vec_table(conn, DIM)
+    conn.close()
+    env = clean_env(MEMHEALTH_EMBEDDING_URL=closed_url(), MEMHEALTH_EMBEDDING_DIM=DIM)
+    proc = run_cli("search", "checkpoint", "--project", str(project), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "docs/wal.md" in proc.stdout
+    assert "BM25 only (unreachable)" in proc.stderr

@@ -1,0 +1,70 @@
+"""`memhealth embed`: backfill missing vectors through the configured embedding server."""
+
+from __future__ import annotations
+
+
+def register(sub):
+    p = sub.add_parser(
+        "embed", help="embed chunks that have no vector yet; print vector coverage",
+        description="Send every chunk without a vector to the configured Ollama server "
+                    "([embedding] url/model/dim, bulk_timeout_s) in batches and store the vectors. "
+                    "A vector of the wrong width is refused, never stored. --rebuild drops every "
+                    "vector and re-embeds at the configured width (after changing model or dim).")
+    p.add_argument("--rebuild", action="store_true",
+                   help="drop the vector table and re-embed everything at [embedding].dim")
+    p.add_argument("--batch", type=int, default=None, metavar="N",
+                   help="texts per request (default: [embedding].batch_size)")
+    p.add_argument("--project", default=".", metavar="DIR", help="project root (default: .)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    import sys
+
+    from memhealth.config import load
+    from memhealth.errors import MemhealthError
+    from memhealth.project import Project
+    from memory_core import vectors
+    from memory_core.db import connect, vec_unavailable_reason
+    from memory_core.embed import EmbedError, OllamaClient, log_degradation_once
+    from memory_core.errors import VectorUnavailable
+
+    project = Project.find(args.project)
+    cfg = load(project.state_dir)
+    batch = args.batch or cfg["embedding"]["batch_size"]
+    if batch < 1:
+        raise MemhealthError("--batch must be at least 1")
+    client = OllamaClient.from_config(cfg, bulk=True)  # EmbedError(not_configured) when url = ""
+    dim = int(cfg["embedding"]["dim"])
+    conn = connect(project.db_path)
+    try:
+        ready = vectors.rebuild(conn, dim) if args.rebuild else vectors.ensure_vec_table(conn, dim)
+        if not ready:
+            raise VectorUnavailable(f"vectors unavailable: {vec_unavailable_reason() or 'sqlite-vec failed to load'}; "
+                                    "install memhealth with pysqlite3-binary (see README, Why pysqlite3)")
+        pruned = vectors.prune_orphans(conn)
+        tty = sys.stderr.isatty()
+
+        def progress(done: int, total: int) -> None:
+            if tty:
+                pct = 100.0 * done / total if total else 100.0
+                print(f"\rembedding {done}/{total} ({pct:.0f}%)", end="", file=sys.stderr, flush=True)
+
+        with client:
+            result = vectors.backfill(conn, client, batch_size=batch, on_progress=progress)
+        if tty and (result.stored or result.refused):
+            print(file=sys.stderr)
+        with_vector, total = vectors.coverage(conn)
+        ratio = with_vector / total if total else 1.0
+        extra = f", {pruned} orphan vector(s) removed" if pruned else ""
+        print(f"embedded {result.stored} chunk(s) in {result.seconds:.1f}s{extra}")
+        print(f"vectors: {with_vector}/{total} chunks ({ratio:.1%}) at {dim} dims via {client.model}")
+        if result.error is not None:
+            err = result.error
+            if isinstance(err, EmbedError):
+                log_degradation_once(conn, err.reason, str(err))
+            raise err
+        return 0
+    finally:
+        conn.close()
