@@ -250,7 +250,6 @@ class StoreCollector:
         self.last_error: str | None = None
         self.last_duration_s: float | None = None
         self._last_good: list[Family] | None = None
-        self._conn = None
         self._lock = threading.Lock()
 
     def describe(self):
@@ -266,18 +265,16 @@ class StoreCollector:
         try:
             deadline = time.monotonic() + self.deadline_s
             try:
-                if self._conn is None:
-                    self._conn = connect(self.db_path, busy_timeout_s=self.busy_timeout_s,
-                                         create=False, migrate=False)
-                conn = self._conn
-                conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+                # a connection per scrape: nothing held open between scrapes (another
+                # process may need the file exclusively), and opening costs well under 1 ms
+                conn = connect(self.db_path, busy_timeout_s=self.busy_timeout_s,
+                               create=False, migrate=False)
                 try:
+                    conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
                     families = read_families(conn, killed_after_s=self.killed_after_s,
                                              scrape_errors=self.errors)
                 finally:
-                    conn.set_progress_handler(None, 0)
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
+                    conn.close()
             except (StoreError, sqlite3.Error) as exc:
                 return self._failed(str(exc))
             self._last_good = families
@@ -299,10 +296,7 @@ class StoreCollector:
             yield to_prometheus(fam)
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        """Nothing to release (connections are per scrape); kept for symmetry with serve."""
 
 
 def _empty_family(metric: Metric):

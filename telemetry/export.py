@@ -425,10 +425,13 @@ class OtlpExporter:
 
             from memhealth import __version__
 
-            attrs = {"service.version": __version__, "memhealth.project.id": project_id(conn)}
-            env_attrs = self._environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
-            if not self._environ.get("OTEL_SERVICE_NAME") and "service.name=" not in env_attrs:
-                attrs["service.name"] = "memhealth"
+            name = self._environ.get("OTEL_SERVICE_NAME", "").strip()
+            for item in self._environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+                key, _, value = item.partition("=")
+                if key.strip() == "service.name" and value.strip() and not name:
+                    name = value.strip()
+            attrs = {"service.name": name or "memhealth", "service.version": __version__,
+                     "memhealth.project.id": project_id(conn)}
             self._resource = Resource.create(attrs)
         return self._resource
 

@@ -170,3 +170,61 @@ class OtlpReceiver:
 
     def __exit__(self, *exc) -> None:
         self.down()
+
+
+class GrpcOtlpReceiver:
+    """The same for OTLP/gRPC: a grpcio server on 127.0.0.1 with the trace and metrics services.
+
+        with GrpcOtlpReceiver() as rx:     # rx.endpoint == "http://127.0.0.1:<port>"
+            ...
+    """
+
+    def __init__(self):
+        self.spans: list[ReceivedSpan] = []
+        self.metric_requests: list[ExportMetricsServiceRequest] = []
+        self.port = 0
+        self._server = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def up(self) -> GrpcOtlpReceiver:
+        from concurrent.futures import ThreadPoolExecutor
+
+        import grpc
+        from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+        receiver = self
+
+        class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request, context):
+                for rs in request.resource_spans:
+                    resource = attrs(rs.resource.attributes)
+                    for ss in rs.scope_spans:
+                        receiver.spans.extend(ReceivedSpan(s, resource, ss.scope.name) for s in ss.spans)
+                return ExportTraceServiceResponse()
+
+        class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
+            def Export(self, request, context):
+                receiver.metric_requests.append(request)
+                return ExportMetricsServiceResponse()
+
+        self._server = grpc.server(ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), self._server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), self._server)
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self._server.start()
+        return self
+
+    def down(self) -> None:
+        if self._server is not None:
+            self._server.stop(grace=None).wait(5)
+            self._server = None
+
+    def __enter__(self) -> GrpcOtlpReceiver:
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.down()

@@ -1,0 +1,204 @@
+"""The Prometheus collector reads rollups and small tables, exports every catalog metric
+with zeros for known series, survives a locked store, and passes `promtool check metrics`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from memory_core.db import connect, write
+from telemetry import record
+from telemetry.catalog import HOOK_OUTCOMES, HOOKS, INJECTION_OUTCOMES, METRICS
+from telemetry.collector import StoreCollector
+from tests.conftest import require_binary
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = str(tmp_path / "memory.db")
+    conn = connect(path)
+    yield path, conn
+    conn.close()
+
+
+def scrape(path, **kw):
+    registry = CollectorRegistry()
+    collector = StoreCollector(path, **kw)
+    registry.register(collector)
+    return registry, collector
+
+
+def invoke(conn, hook, outcome="ok", seconds=0.02, reason=None):
+    start = time.time_ns() - int(seconds * 1e9)
+    hb = record.heartbeat_start(conn, hook, "s1", started_ns=start)
+    record.heartbeat_finish(conn, hb, hook, start, outcome, reason=reason,
+                            ended_ns=start + int(seconds * 1e9))
+
+
+def test_registering_the_collector_never_touches_the_database(tmp_path):
+    path = tmp_path / "absent.db"
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(str(path)))
+    assert not path.exists()
+
+
+def test_every_catalog_metric_is_exposed_with_its_type(db):
+    path, _conn = db
+    registry, _ = scrape(path)
+    text = generate_latest(registry).decode()
+    families = {f.name: f.type for f in text_string_to_metric_families(text)}
+    for metric in METRICS:
+        name = metric.name[:-len("_total")] if metric.type == "counter" else metric.name
+        assert families.get(name) == metric.type, metric.name
+
+
+def test_closed_label_vocabularies_are_exported_as_zero_before_anything_happened(db):
+    path, _conn = db
+    registry, _ = scrape(path)
+    for hook in HOOKS:
+        for outcome in HOOK_OUTCOMES:
+            assert registry.get_sample_value(
+                "memhealth_hook_invocations_total", {"hook": hook, "outcome": outcome}) == 0.0
+        assert registry.get_sample_value(
+            "memhealth_hook_duration_seconds_bucket", {"hook": hook, "le": "+Inf"}) == 0.0
+    for outcome in INJECTION_OUTCOMES:
+        assert registry.get_sample_value("memhealth_injection_decisions_total", {"outcome": outcome}) == 0.0
+    assert registry.get_sample_value("memhealth_retrieval_duration_seconds_count") == 0.0
+
+
+def test_counters_and_histograms_match_what_was_recorded_with_cumulative_buckets(db):
+    path, conn = db
+    invoke(conn, "prompt", seconds=0.003)
+    invoke(conn, "prompt", seconds=0.03)
+    invoke(conn, "prompt", seconds=0.3)
+    invoke(conn, "stop", "error", reason="db_locked")
+    registry, _ = scrape(path)
+    get = registry.get_sample_value
+    assert get("memhealth_hook_invocations_total", {"hook": "prompt", "outcome": "ok"}) == 3
+    assert get("memhealth_hook_invocations_total", {"hook": "stop", "outcome": "error"}) == 1
+    bucket = {le: get("memhealth_hook_duration_seconds_bucket", {"hook": "prompt", "le": le})
+              for le in ("0.005", "0.01", "0.05", "0.25", "0.5", "60.0", "+Inf")}
+    assert bucket == {"0.005": 1, "0.01": 1, "0.05": 2, "0.25": 2, "0.5": 3, "60.0": 3, "+Inf": 3}
+    assert get("memhealth_hook_duration_seconds_count", {"hook": "prompt"}) == 3
+    assert get("memhealth_hook_duration_seconds_sum", {"hook": "prompt"}) == pytest.approx(0.333, abs=1e-3)
+    assert get("memhealth_hook_last_success_timestamp_seconds", {"hook": "prompt"}) == pytest.approx(
+        time.time(), abs=5)
+
+
+def test_a_started_heartbeat_whose_process_is_gone_is_counted_killed_at_scrape(db):
+    path, conn = db
+    with write(conn):
+        conn.execute("INSERT INTO heartbeats(hook, pid, started_ns) VALUES ('prompt', 999999999, ?)",
+                     (time.time_ns() - 10 * 10 ** 9,))
+    registry, _ = scrape(path)
+    assert registry.get_sample_value(
+        "memhealth_hook_invocations_total", {"hook": "prompt", "outcome": "killed"}) == 1
+
+
+def test_gauges_come_from_chunks_watermarks_the_latest_gate_run_and_the_outbox(db):
+    path, conn = db
+    now = time.time_ns()
+    with write(conn):
+        for i, source in enumerate(["docs", "docs", "git"]):
+            conn.execute("INSERT INTO chunks(source, path, content, content_hash, created_ns) "
+                         "VALUES (?, ?, 'x', ?, ?)", (source, f"f{i}", f"h{i}", now))
+        conn.execute("INSERT INTO watermarks(source, path, updated_ns) VALUES ('docs', 'a', ?)",
+                     (now - 120 * 10 ** 9,))
+        conn.execute("INSERT INTO watermarks(source, path, updated_ns) VALUES ('docs', 'b', ?)",
+                     (now - 60 * 10 ** 9,))
+        for run_id, status in ((1, "green"), (2, "red")):
+            conn.execute("INSERT INTO gate_runs(id, ts_ns, total, green, red, verdict) "
+                         "VALUES (?, ?, 2, 1, 1, 'red')", (run_id, now))
+            conn.execute("INSERT INTO gate_checks(run_id, name, status) VALUES (?, 'ingest_freshness', ?)",
+                         (run_id, status))
+            conn.execute("INSERT INTO gate_checks(run_id, name, status, state) "
+                         "VALUES (?, 'embedding', 'note', 'cold')", (run_id,))
+        conn.execute("INSERT INTO spans(trace_id, span_id, name, start_ns, end_ns) "
+                     "VALUES ('ab', 'cd', 'x', 1, 2)")
+    registry, _ = scrape(path)
+    get = registry.get_sample_value
+    assert get("memhealth_chunks", {"source": "docs"}) == 2
+    assert get("memhealth_chunks", {"source": "git"}) == 1
+    assert get("memhealth_vector_coverage_ratio") == 0.0
+    assert get("memhealth_ingest_watermark_age_seconds", {"source": "docs"}) == pytest.approx(60, abs=5)
+    assert get("memhealth_gate_check_status", {"check": "ingest_freshness"}) == 2
+    assert get("memhealth_gate_check_status", {"check": "embedding"}) == 1
+    assert get("memhealth_embedding_state", {"state": "cold"}) == 1
+    assert get("memhealth_embedding_state", {"state": "ok"}) == 0
+    assert get("memhealth_outbox_backlog_spans") == 1
+    assert get("memhealth_export_last_success_timestamp_seconds") == 0
+
+
+def test_a_scrape_reads_no_raw_heartbeat_rows_beyond_the_open_row_index(db):
+    path, conn = db
+    invoke(conn, "prompt")
+    statements = []
+    from telemetry.collector import read_families
+
+    conn.set_trace_callback(statements.append)
+    read_families(conn, killed_after_s=900.0)
+    conn.set_trace_callback(None)
+    touching = [s for s in statements if "heartbeats" in s]
+    assert touching == ["SELECT id, hook, pid, started_ns FROM heartbeats WHERE outcome IS NULL"]
+    plan = conn.execute("EXPLAIN QUERY PLAN " + touching[0]).fetchall()
+    assert any("heartbeats_open" in row[-1] for row in plan), plan
+
+
+def test_a_locked_store_serves_the_last_good_values_and_counts_a_scrape_error(db):
+    path, conn = db
+    invoke(conn, "prompt")
+    conn.close()
+    registry, collector = scrape(path, busy_timeout_s=0.2, deadline_s=0.5)
+    assert registry.get_sample_value(
+        "memhealth_hook_invocations_total", {"hook": "prompt", "outcome": "ok"}) == 1
+    locker = connect(path)
+    locker.execute("PRAGMA locking_mode = EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    locker.execute("INSERT INTO meta(key, value) VALUES ('lock', 'held')")
+    try:
+        t0 = time.monotonic()
+        value = registry.get_sample_value(
+            "memhealth_hook_invocations_total", {"hook": "prompt", "outcome": "ok"})
+        elapsed = time.monotonic() - t0
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert value == 1
+    assert elapsed < 2.0
+    assert collector.errors == 1 and "locked" in collector.last_error
+    assert registry.get_sample_value("memhealth_scrape_errors_total") >= 1
+
+
+def test_label_sets_that_do_not_match_the_catalog_are_not_exported(db):
+    path, conn = db
+    with write(conn):
+        record.bump(conn, "memhealth_degradations_total",
+                    {"component": "embed", "reason": "timeout", "path": "/home/secret"})
+        record.bump(conn, "memhealth_degradations_total", {"component": "embed", "reason": "timeout"})
+    registry, _ = scrape(path)
+    text = generate_latest(registry).decode()
+    assert "/home/secret" not in text
+    assert registry.get_sample_value(
+        "memhealth_degradations_total", {"component": "embed", "reason": "timeout"}) == 1
+
+
+def test_promtool_check_metrics_passes_on_the_exposition(db):
+    promtool = require_binary("promtool")
+    path, conn = db
+    invoke(conn, "prompt")
+    invoke(conn, "session-start", "error", reason="config")
+    with write(conn):
+        record.insert_decision(conn, {"hook": "prompt", "outcome": "injected", "retrieval_ms": 4.0})
+        record.insert_degradation(conn, "embed", "unreachable")
+        record.bump(conn, "memhealth_alert_decisions_total", {"route": "pager", "decision": "paged"})
+        record.set_gauge(conn, "memhealth_alert_budget_remaining", 1, {"route": "pager"})
+    registry, _ = scrape(path)
+    text = generate_latest(registry)
+    proc = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    assert json.loads(json.dumps(text.decode().count("memhealth_"))) > 100
