@@ -43,8 +43,10 @@ def sync_appends(run: Run, source: str, files: dict[str, tuple[str, os.stat_resu
     """Consume new complete lines of every changed file; raises BudgetExhausted."""
     marks = watermark.load(run.conn, source)
     report.files_seen = len(files)
+    # "more": the last run stopped between steps (budget), so unread lines remain even
+    # though the stat matches what was saved.
     changed = [(rel, path, st) for rel, (path, st) in files.items()
-               if not watermark.unchanged(marks.get(rel), st)]
+               if not watermark.unchanged(marks.get(rel), st) or marks[rel].state.get("more")]
     for done, (rel, path, _st) in enumerate(changed):
         run.check()
         run.tick(source, done, len(changed))
@@ -113,6 +115,7 @@ def _sync_one(run: Run, source: str, rel: str, path: str, mark, parse: LineParse
                 state["head"], state["head_len"] = _head(head), len(head)
             state["ino"] = st.st_ino
             state["line"] = line_no
+            state["more"] = len(data) >= STEP_BYTES
             state["malformed"] = int(state.get("malformed", 0)) + malformed
             state["filtered"] = int(state.get("filtered", 0)) + filtered
             with write(run.conn):
@@ -131,9 +134,14 @@ def _sync_one(run: Run, source: str, rel: str, path: str, mark, parse: LineParse
             if run.vectors is not None and added:
                 run.vectors.add(added)
             offset = new_offset
+        if consumed_any and state.get("more"):
+            state["more"] = False  # the last full step ended exactly at the end of the file
+            with write(run.conn):
+                watermark.save(run.conn, source, rel, st.st_mtime_ns, st.st_size, offset, state)
         if not consumed_any:
             # Nothing complete to read (a partial line grew): remember the stat so the next
             # no-op run takes the fast path; the offset stays before the partial line.
+            state["more"] = False
             with write(run.conn):
                 if replace:
                     report.chunks_removed += store.delete_file(run.conn, source, rel)

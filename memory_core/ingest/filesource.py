@@ -170,7 +170,10 @@ def sync_files(run: Run, source: str, files: dict[str, tuple[str, os.stat_result
             if watermark.is_racy(st, read_ns):
                 state["racy"] = True
             batch.append((rel, st, pieces, state))
-            run.worked = True
+            if pieces is not None:
+                # only a real change counts as progress: re-hashing a racy but identical
+                # file must not use up the one unit a tiny budget guarantees
+                run.worked = True
             pending_chunks += len(pieces or ())
             if len(batch) >= BATCH_FILES or pending_chunks >= BATCH_CHUNKS:
                 _flush(run, source, batch, weight, report)

@@ -7,11 +7,24 @@ cannot be encoded). Callers hold the write transaction; `log` opens its own.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from memory_core.db import write
 from memory_core.ingest.chunking import Piece, content_hash
 from memory_core.text import clean
+
+# ANSI CSI/OSC sequences (colours in command output): clean() would leave "[31m" glued to
+# the next word, and FTS would index "31mred" instead of "red".
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?)")
+
+
+def tidy(text: str) -> str:
+    """clean() plus ANSI escape removal: the hygiene every stored string gets."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return clean(text)
+
 
 _INSERT = ("INSERT OR IGNORE INTO chunks(source, path, line_start, line_end, kind, title, content, "
            "content_hash, signal_weight, attrs, created_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
@@ -27,10 +40,10 @@ def insert(conn, source: str, path: str, pieces: list[Piece], weight: float,
     added: list[tuple[int, str | None, str]] = []
     execute = conn.execute
     for p in pieces:
-        content = clean(p.content)
+        content = tidy(p.content)
         if not content.strip():
             continue
-        title = clean(p.title) if p.title else None
+        title = tidy(p.title) if p.title else None
         attrs = clean(json.dumps(p.attrs, ensure_ascii=False, separators=(",", ":"), default=str)) \
             if p.attrs else None
         cur = execute(_INSERT, (source, path, p.line_start, p.line_end,

@@ -1,0 +1,69 @@
+"""`memhealth ingest` through the real entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from tests.conftest import FIXTURES, clean_env, run_cli
+
+
+def env(tmp_path):
+    # HOME without ~/.claude: "auto" transcripts finds nothing and says so in a note
+    return clean_env(HOME=str(tmp_path / "home"), MEMHEALTH_INGEST_GIT="false")
+
+
+def test_ingest_prints_a_one_line_summary_when_stderr_is_not_a_terminal(project, tmp_path):
+    (project / "README.md").write_text("# Project\n\nThe checkpoint guard lives here.\n", encoding="utf-8")
+    proc = run_cli("ingest", "--project", str(project), env=env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("memhealth ingest: 1 of 1 files changed, +1 -0 chunks (docs +1), 0 errors")
+    assert proc.stderr == "", "no progress bar without a terminal"
+    again = run_cli("ingest", "--project", str(project), env=env(tmp_path))
+    assert again.stdout.startswith("memhealth ingest: 0 of 1 files changed, +0 -0 chunks")
+
+
+def test_ingest_json_prints_the_report(project, tmp_path):
+    tx = project / "transcripts"
+    tx.mkdir()
+    shutil.copy(os.path.join(FIXTURES, "transcripts", "ccl_edge_cases.jsonl"), tx / "s.jsonl")
+    proc = run_cli("ingest", "transcripts", "--json", "--project", str(project),
+                   env=dict(env(tmp_path), MEMHEALTH_INGEST_TRANSCRIPTS="transcripts"))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert list(report["sources"]) == ["transcript"]
+    assert report["sources"]["transcript"]["malformed"] == 7
+    assert report["budget_exhausted"] is False
+    assert report["vectors"]["state"] == "not_configured"
+
+
+def test_ingest_exits_1_when_a_file_failed_and_names_the_count(project, tmp_path):
+    (project / "bad.md").write_bytes(b"# Bad\n\xff\n")
+    proc = run_cli("ingest", "docs", "--project", str(project), env=env(tmp_path))
+    assert proc.returncode == 1
+    assert "1 error" in proc.stdout
+
+
+def test_ingest_rejects_an_unknown_source_with_exit_2(project, tmp_path):
+    proc = run_cli("ingest", "wiki", "--project", str(project), env=env(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("memhealth ingest: unknown source 'wiki'; "
+                                   "known: docs, memory, ledger, transcript, git")
+
+
+def test_ingest_budget_flag_stops_the_run_and_says_so(project, tmp_path):
+    for i in range(3):
+        (project / f"d{i}.md").write_text(f"# D{i}\nbody\n", encoding="utf-8")
+    proc = run_cli("ingest", "docs", "--budget-s", "0.000001", "--project", str(project),
+                   env=env(tmp_path))
+    assert proc.returncode == 0
+    assert "budget of 1e-06 s exhausted, run again to continue" in proc.stdout
+
+
+def test_ingest_has_help_text(tmp_path):
+    proc = run_cli("ingest", "--help", env=env(tmp_path))
+    assert proc.returncode == 0
+    assert "--budget-s" in proc.stdout and "SOURCE" in proc.stdout
