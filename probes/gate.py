@@ -161,7 +161,9 @@ def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
     one the gate records its own trace with a root span `memhealth.gate`. Recording is best
     effort: a store that cannot be written still gets a verdict (and a spilled heartbeat)."""
     conn = ev.conn
-    started_ns = time.time_ns()
+    # the gate's own clock is the evidence clock (equal to the wall clock outside tests), so a
+    # gate run at an injected time never reaps or judges its own open heartbeat
+    started_ns = ev.now_ns
     t0 = time.perf_counter()
     own_trace = trace is None
     if own_trace:
@@ -182,14 +184,15 @@ def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
         verdict.run_id = store(conn, verdict, ev.session_id, ev.now_ns)
         if hb_id is not None:
             record.heartbeat_finish(conn, hb_id, "gate", started_ns, "ok", detail=detail,
-                                    trace=trace if (own_trace and write_trace) else None)
+                                    trace=trace if (own_trace and write_trace) else None,
+                                    ended_ns=started_ns + int((time.perf_counter() - t0) * 1e9))
         else:
             raise StoreError("the gate's heartbeat could not be started")
     except (StoreError, MemoryCoreError) as exc:
         record.spill(os.path.join(ev.state_dir, "spill.ndjson"), {
             "kind": "heartbeat", "id": hb_id, "hook": "gate", "session_id": ev.session_id,
             "pid": os.getpid(), "trace_id": trace.trace_id, "started_ns": started_ns,
-            "ended_ns": time.time_ns(), "outcome": "error", "reason": getattr(exc, "reason", "store"),
+            "ended_ns": started_ns + int((time.perf_counter() - t0) * 1e9), "outcome": "error", "reason": getattr(exc, "reason", "store"),
             "detail": f"{detail}; not stored: {exc}"[:500]})
     return verdict
 

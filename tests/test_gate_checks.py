@@ -1,0 +1,233 @@
+"""Each gate check over real SQLite and real files, travelling in time with an injected now."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from probes import checks, gate, novelty
+from probes.result import RED, CheckResult
+from tests.gate_helpers import (
+    DAY,
+    T0,
+    add_chunk,
+    add_heartbeat,
+    add_watermark,
+    evidence,
+    make_project,
+    open_store,
+)
+
+
+@pytest.fixture
+def proj(tmp_path):
+    root = make_project(tmp_path / "proj")
+    conn = open_store(root)
+    yield root, conn
+    conn.close()
+
+
+# -- ingest freshness -----------------------------------------------------------------------
+
+def test_ingestion_that_never_ran_is_red_with_the_ingest_fix(proj):
+    root, conn = proj
+    r = checks.ingest_freshness(evidence(root, conn))
+    assert (r.status, r.detail, r.fix) == ("red", "ingestion never ran (no watermarks)", "memhealth ingest")
+
+
+def test_a_watermark_older_than_the_budget_while_sessions_ran_is_red(proj):
+    root, conn = proj
+    add_watermark(conn, "docs", "README.md", T0)
+    add_watermark(conn, "git", "HEAD", T0 + 3.5 * DAY)
+    add_heartbeat(conn, "prompt", T0 + 4 * DAY)
+    r = checks.ingest_freshness(evidence(root, conn, now=T0 + 4 * DAY + 60))
+    assert r.status == "red"
+    assert "docs 4.0 d behind" in r.detail and "git" not in r.detail.split("(")[0].replace("docs", "")
+    assert r.fix.startswith("memhealth ingest docs")
+
+
+def test_an_idle_project_with_old_watermarks_is_not_red(proj):
+    root, conn = proj
+    add_watermark(conn, "docs", "README.md", T0)
+    add_heartbeat(conn, "session-end", T0 + 60)
+    r = checks.ingest_freshness(evidence(root, conn, now=T0 + 30 * DAY))
+    assert r.status == "green" and "idle" in r.detail
+
+
+# -- vector coverage ------------------------------------------------------------------------
+
+def test_vector_coverage_is_a_note_when_embeddings_are_not_configured(proj):
+    root, conn = proj
+    assert checks.vector_coverage(evidence(root, conn)).status == "note"
+
+
+def _embedding_cfg(root, dim=8):
+    ev = evidence(root, None)
+    ev.cfg["embedding"].update(url="http://127.0.0.1:9", dim=dim)
+    return ev.cfg
+
+
+def test_a_vector_table_whose_width_is_not_the_configured_dim_is_red(proj):
+    root, conn = proj
+    from memory_core.db import load_vec
+
+    assert load_vec(conn)
+    conn.execute("CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[4])")
+    r = checks.vector_coverage(evidence(root, conn, cfg=_embedding_cfg(root, dim=8)))
+    assert r.status == "red" and "4-d vectors" in r.detail and "dim = 8" in r.detail
+
+
+def test_vector_coverage_below_the_minimum_is_red_and_full_coverage_is_green(proj):
+    root, conn = proj
+    from memory_core.db import load_vec
+
+    assert load_vec(conn)
+    add_chunk(conn, 4)
+    conn.execute("CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[2])")
+    ids = [r[0] for r in conn.execute("SELECT id FROM chunks")]
+    for i in ids[:3]:
+        conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, '[0.1, 0.2]')", (i,))
+    cfg = _embedding_cfg(root, dim=2)
+    r = checks.vector_coverage(evidence(root, conn, cfg=cfg))
+    assert r.status == "red" and "3/4 chunks" in r.detail and r.fix.startswith("memhealth embed")
+    conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, '[0.1, 0.2]')", (ids[3],))
+    assert checks.vector_coverage(evidence(root, conn, cfg=cfg)).status == "green"
+
+
+# -- capture queue, lineage -------------------------------------------------------------------
+
+def test_capture_queue_reads_the_pending_count_and_turns_red_over_the_max(proj):
+    root, conn = proj
+    assert checks.capture_queue(evidence(root, conn)).detail == "0 pending"
+    conn.execute("INSERT INTO meta(key, value) VALUES ('capture.pending', '41')")
+    r = checks.capture_queue(evidence(root, conn))
+    assert r.status == "red" and r.fix == "memhealth triage"
+
+
+def test_lineage_rebuilt_before_its_records_changed_is_red_once_past_the_budget(proj):
+    root, conn = proj
+    assert checks.lineage_freshness(evidence(root, conn)).status == "green"
+    conn.execute("INSERT INTO meta(key, value) VALUES ('lineage.built_ns', ?), ('lineage.source_ns', ?)",
+                 (str(int(T0 * 1e9)), str(int((T0 + DAY) * 1e9))))
+    assert checks.lineage_freshness(evidence(root, conn, now=T0 + 2 * DAY)).status == "green"
+    assert checks.lineage_freshness(evidence(root, conn, now=T0 + 5 * DAY)).status == "red"
+
+
+# -- index integrity -------------------------------------------------------------------------
+
+def test_a_full_text_index_out_of_step_with_chunks_is_red(proj):
+    root, conn = proj
+    add_chunk(conn, 3)
+    assert checks.index_integrity(evidence(root, conn)).status == "green"
+    conn.execute("INSERT INTO chunks_fts(rowid, title, content) VALUES (999, 'ghost', 'no such chunk')")
+    r = checks.index_integrity(evidence(root, conn))
+    assert r.status == "red" and "rebuild" in r.fix
+
+
+# -- memory files ----------------------------------------------------------------------------
+
+def test_a_missing_memory_index_is_a_note_not_red(proj):
+    root, conn = proj
+    assert checks.memory_files(evidence(root, conn)).status == "note"
+
+
+def test_a_memory_index_over_280_lines_is_red(proj):
+    root, conn = proj
+    with open(os.path.join(root, "MEMORY.md"), "w") as fh:
+        fh.write("".join(f"- memory {i}\n" for i in range(281)))
+    r = checks.memory_files(evidence(root, conn))
+    assert r.status == "red" and "281 lines" in r.detail
+
+
+def _anchor(root, age_s: float) -> None:
+    with open(os.path.join(root, "resume.md"), "w") as fh:
+        fh.write("where we are\n")
+    os.utime(os.path.join(root, "resume.md"), (T0 - age_s, T0 - age_s))
+    with open(os.path.join(root, "MEMORY.md"), "w") as fh:
+        fh.write("# Memory\n- one\n## ⏯ LATEST\n[resume](resume.md)\n")
+
+
+def test_a_resume_anchor_stale_while_sessions_ran_is_red_but_idle_is_a_note(proj):
+    root, conn = proj
+    _anchor(root, 10 * DAY)
+    assert checks.memory_files(evidence(root, conn)).status == "note"  # no sessions at all
+    add_heartbeat(conn, "prompt", T0 - 60)
+    r = checks.memory_files(evidence(root, conn))
+    assert r.status == "red" and "resume anchor" in r.detail
+    _anchor(root, 1 * DAY)
+    assert checks.memory_files(evidence(root, conn)).status == "green"
+
+
+# -- render novelty --------------------------------------------------------------------------
+
+def test_the_same_render_in_three_sessions_while_the_corpus_moved_is_red(proj):
+    root, conn = proj
+    for i, sid in enumerate(["a", "b", "c"]):
+        add_chunk(conn, 1, content=f"new memory {sid}")
+        novelty.record_render(conn, sid, "frozen render", novelty.corpus_signature(conn),
+                              int((T0 + i) * 1e9))
+    r = novelty.render_novelty(evidence(root, conn, now=T0 + 10))
+    assert r.status == "red" and "3 sessions" in r.detail
+
+
+def test_the_same_render_over_an_unchanged_corpus_is_green(proj):
+    root, conn = proj
+    sig = novelty.corpus_signature(conn)
+    for i, sid in enumerate(["a", "b", "c", "d"]):
+        novelty.record_render(conn, sid, "same render", sig, int((T0 + i) * 1e9))
+    assert novelty.render_novelty(evidence(root, conn, now=T0 + 10)).status == "green"
+
+
+# -- integrations, telemetry -----------------------------------------------------------------
+
+def test_optional_integrations_never_configured_are_notes_not_red(proj):
+    root, conn = proj
+    r = checks.integrations(evidence(root, conn))
+    assert r.status == "note" and "webhook" in r.detail
+
+
+def test_telemetry_is_a_note_before_any_exporter_and_red_when_a_past_exporter_fell_behind(proj):
+    root, conn = proj
+    conn.execute("INSERT INTO spans(trace_id, span_id, name, start_ns, end_ns) VALUES ('t', 's', 'x', ?, ?)",
+                 (int(T0 * 1e9), int(T0 * 1e9)))
+    assert checks.telemetry_pipeline(evidence(root, conn)).status == "note"
+    conn.execute("INSERT INTO meta(key, value) VALUES ('export.spans.last_id', '0')")
+    assert checks.telemetry_pipeline(evidence(root, conn, now=T0 + 60)).status == "green"
+    r = checks.telemetry_pipeline(evidence(root, conn, now=T0 + 3 * 3600))
+    assert r.status == "red" and "1 span(s)" in r.detail
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'export.spans.last_id'")
+    assert checks.telemetry_pipeline(evidence(root, conn, now=T0 + 3 * 3600)).status == "green"
+
+
+# -- the gate --------------------------------------------------------------------------------
+
+def _explodes(ev) -> CheckResult:
+    raise RuntimeError("disk on fire")
+
+
+def test_a_check_that_raises_becomes_red_with_a_fix_not_a_crash(proj):
+    root, conn = proj
+    results = gate.run_checks(evidence(root, conn), [("explodes", _explodes),
+                                                     ("capture_queue", checks.capture_queue)])
+    assert results[0].status == RED and results[0].detail == "check raised: RuntimeError: disk on fire"
+    assert results[0].fix and results[1].status == "green"
+
+
+def test_the_gate_counts_its_checks_and_records_rows_rollups_and_its_own_heartbeat(proj):
+    root, conn = proj
+    verdict = gate.run(evidence(root, conn))
+    assert verdict.total == len(gate.CHECKS)
+    assert verdict.headline() == f"MEMORY-HEALTH: {verdict.total - 1}/{verdict.total} GREEN (1 RED)"
+    assert conn.execute("SELECT total, red, verdict FROM gate_runs").fetchall() == [(verdict.total, 1, "red")]
+    (n,) = conn.execute("SELECT count(*) FROM gate_checks WHERE run_id = ?", (verdict.run_id,)).fetchone()
+    assert n == verdict.total
+    assert conn.execute("SELECT hook, outcome FROM heartbeats").fetchall() == [("gate", "ok")]
+    assert conn.execute("SELECT value FROM rollups WHERE metric = 'memhealth_gate_runs_total' "
+                        "AND labels = '{\"verdict\":\"red\"}'").fetchone() == (1.0,)
+    assert conn.execute("SELECT value FROM rollups WHERE metric = 'memhealth_gate_check_status' "
+                        "AND labels = '{\"check\":\"ingest_freshness\"}'").fetchone() == (2.0,)
+    assert conn.execute("SELECT value FROM rollups WHERE metric = 'memhealth_embedding_state' "
+                        "AND labels = '{\"state\":\"not_configured\"}'").fetchone() == (1.0,)
+    names = [r[0] for r in conn.execute("SELECT name FROM spans ORDER BY id")]
+    assert names[0] == "memhealth.gate" and "probe embedding_path" in names
