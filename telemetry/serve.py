@@ -105,10 +105,12 @@ def validate_webhook(payload) -> list[dict]:
 
 
 def gate_probe(conn, cfg, project) -> None:
-    """The default scheduled probe: one gate run (probes/gate.py), recorded in the store."""
+    """The default scheduled probe: one gate run (probes/gate.py), recorded in the store
+    (gate_runs, gate_checks, rollups, its own heartbeat and trace)."""
     from probes import gate
+    from probes.evidence import Evidence
 
-    gate.run_gate(conn, cfg, project=project)
+    gate.run(Evidence(project.root, conn, cfg))
 
 
 def _find_default_probe():
@@ -281,13 +283,18 @@ class Serve:
         try:
             payload = json.loads(body.decode("utf-8"))
             alerts = validate_webhook(payload)
+            receiver = payload.get("receiver") if isinstance(payload.get("receiver"), str) else None
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300],
                               "raw": body.decode("utf-8", "replace")})
             return 400, {"error": str(exc)[:300]}
         try:
-            decisions = self._decide(alerts, now)
+            decisions = self._decide(alerts, now, receiver)
         except Exception as exc:  # the policy failed: keep the alerts, say so
+            if getattr(exc, "reason", "") == "alert_payload":  # probes.errors.AlertPayloadError
+                self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300],
+                                  "raw": body.decode("utf-8", "replace")})
+                return 400, {"error": str(exc)[:300]}
             self.sink.append({"ts": now, "decision": "error", "error": f"{type(exc).__name__}: {exc}"[:300],
                               "raw": payload})
             return 500, {"error": "alert budget policy failed; alerts kept in the sink"}
@@ -300,7 +307,7 @@ class Serve:
         self._forward(records)
         return 200, {"decisions": len(records)}
 
-    def _decide(self, alerts: list[dict], now: float) -> list:
+    def _decide(self, alerts: list[dict], now: float, receiver: str | None) -> list:
         budget_py = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                  "probes", "budget.py")
         if not os.path.exists(budget_py):
@@ -313,12 +320,13 @@ class Serve:
         with self._alert_lock:
             if self._alert_conn is None:
                 self._alert_conn = connect(self.project.db_path)
-            return budget.decide(self._alert_conn, alerts, now, self.cfg)
+            return budget.decide(self._alert_conn, alerts, now, self.cfg, route=receiver)
 
     def _forward(self, records: list[dict]) -> None:
         """POST pages and digests to alerts.webhook_url on a short-lived thread (bounded)."""
         url = self.cfg["alerts"]["webhook_url"]
-        outgoing = [r for r in records if r.get("decision") in ("paged", "digest") or r.get("digest")]
+        outgoing = [r for r in records
+                    if r.get("decision") in ("paged", "digest") or r.get("digest") or r.get("meta")]
         if not url or not outgoing:
             return
 

@@ -1,0 +1,299 @@
+"""`memhealth serve` as a real process on 127.0.0.1:0: /metrics reflects what the hooks did,
+/healthz never waits, /alerts never loses a body, a hung probe or a locked store never
+blocks a scrape, and SIGTERM stops it cleanly after a final export."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from memhealth.config import load
+from memhealth.project import Project
+from memory_core.db import connect
+from telemetry.serve import Serve
+from tests.conftest import clean_env, memhealth_cmd, payload, rows, run_cli, run_hook
+from tests.otlp_receiver import OtlpReceiver
+
+
+class ServeProcess:
+    """`memhealth serve --listen 127.0.0.1:0` in a subprocess; .url is its base URL."""
+
+    def __init__(self, project, *args, env=None):
+        self.proc = subprocess.Popen(
+            memhealth_cmd() + ["serve", "--project", str(project), "--listen", "127.0.0.1:0", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or clean_env())
+        first: list[str] = []
+        reader = threading.Thread(target=lambda: first.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(20)
+        if not first or "listening on" not in first[0]:
+            self.proc.kill()
+            raise AssertionError(f"serve did not start: {first!r} {self.proc.stderr.read()}")
+        self.url = first[0].split("listening on ", 1)[1].split()[0]
+
+    def get(self, path: str, timeout: float = 10) -> tuple[int, bytes, float]:
+        t0 = time.monotonic()
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
+                return resp.status, resp.read(), time.monotonic() - t0
+        except urllib.error.HTTPError as err:
+            return err.code, err.read(), time.monotonic() - t0
+
+    def post(self, path: str, body: bytes) -> tuple[int, dict]:
+        req = urllib.request.Request(self.url + path, data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    def samples(self) -> dict:
+        status, body, _ = self.get("/metrics")
+        assert status == 200
+        out = {}
+        for family in text_string_to_metric_families(body.decode()):
+            for s in family.samples:
+                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        return out
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 15) -> tuple[int, str, float]:
+        t0 = time.monotonic()
+        self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out + err, time.monotonic() - t0
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def serve(project):
+    started = []
+
+    def start(*args, env=None):
+        s = ServeProcess(project, *args, env=env)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.kill()
+
+
+def hook(project, event, **fields):
+    run = run_hook(event, payload(event, project, **fields), cwd=str(project))
+    assert run.returncode == 0
+
+
+def test_metrics_values_match_what_the_hooks_did(project, serve):
+    hook(project, "session-start", source="startup")
+    hook(project, "prompt", prompt="hello there")
+    hook(project, "prompt", prompt="thanks, that is all")
+    run_hook("stop", b"{not json", cwd=str(project), env=clean_env(CLAUDE_PROJECT_DIR=str(project)))
+    app = serve("--no-probes", "--no-export")
+    got = app.samples()
+
+    def value(name, **labels):
+        return got[(name, tuple(sorted(labels.items())))]
+
+    for h, outcome, n in rows(project, "SELECT hook, outcome, count(*) FROM heartbeats GROUP BY hook, outcome"):
+        assert value("memhealth_hook_invocations_total", hook=h, outcome=outcome) == n
+    assert value("memhealth_hook_invocations_total", hook="prompt", outcome="ok") == 2
+    assert value("memhealth_hook_invocations_total", hook="pre-compact", outcome="ok") == 0
+    for outcome, n in rows(project, "SELECT outcome, count(*) FROM decisions GROUP BY outcome"):
+        assert value("memhealth_injection_decisions_total", outcome=outcome) == n
+    assert value("memhealth_hook_duration_seconds_count", hook="prompt") == 2
+    assert value("memhealth_hook_duration_seconds_bucket", hook="prompt", le="+Inf") == 2
+    (spans,) = rows(project, "SELECT count(*) FROM spans")[0]
+    assert value("memhealth_outbox_backlog_spans") == spans
+    assert value("memhealth_scrape_errors_total") == 0
+
+
+def test_healthz_answers_with_serves_own_state(project, serve):
+    app = serve("--no-probes", "--no-export")
+    status, body, seconds = app.get("/healthz")
+    assert status == 200 and json.loads(body)["status"] == "ok" and seconds < 1.0
+    assert app.get("/nope")[0] == 404
+
+
+def test_a_malformed_alerts_body_gets_400_and_is_kept_in_the_sink(project, serve):
+    app = serve("--no-probes", "--no-export")
+    for body in (b"{not json", b'{"alerts": "nope"}', b"\xff\xfe", b"[]"):
+        status, reply = app.post("/alerts", body)
+        assert status == 400 and reply["error"]
+    sink = [json.loads(line) for line in (project / ".memhealth" / "alerts.ndjson").read_text().splitlines()]
+    assert [r["decision"] for r in sink] == ["rejected"] * 4
+    assert sink[0]["raw"] == "{not json" and sink[1]["raw"] == '{"alerts": "nope"}'
+    assert app.get("/healthz")[0] == 200  # still serving
+
+
+class WebhookCatcher:
+    """A generic webhook on 127.0.0.1:0 that records JSON bodies."""
+
+    def __init__(self):
+        self.bodies: list[dict] = []
+        catcher = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                catcher.bodies.append(json.loads(data))
+                self.send_response(204)
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def alert(name, severity, **labels):
+    return {"status": "firing", "labels": {"alertname": name, "severity": severity, **labels},
+            "annotations": {"summary": name, "runbook_url": f"https://example.invalid/runbook#{name.lower()}"},
+            "startsAt": "2026-01-01T00:00:00Z", "fingerprint": name.lower()}
+
+
+def test_an_alertmanager_webhook_is_decided_recorded_and_pages_are_forwarded(project, serve):
+    catcher = WebhookCatcher()
+    try:
+        app = serve("--no-probes", "--no-export",
+                    env=clean_env(MEMHEALTH_ALERTS_WEBHOOK_URL=catcher.url))
+        body = {"version": "4", "status": "firing", "receiver": "memhealth", "groupKey": "{}:{}",
+                "alerts": [alert("MemhealthHookFailing", "critical"), alert("MemhealthIngestStale", "warning")]}
+        status, reply = app.post("/alerts", json.dumps(body).encode())
+        assert status == 200 and reply["decisions"] >= 2
+        deadline = time.monotonic() + 5
+        while not catcher.bodies and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        catcher.close()
+    sink = [json.loads(line) for line in (project / ".memhealth" / "alerts.ndjson").read_text().splitlines()]
+    decisions = {r["alertname"]: r["decision"] for r in sink}
+    assert decisions["MemhealthIngestStale"] == "noted"
+    stored = rows(project, "SELECT alertname, decision FROM alert_decisions ORDER BY id")
+    assert len(stored) == len(sink)
+    assert decisions["MemhealthHookFailing"] == "paged"
+    assert catcher.bodies and catcher.bodies[0]["decisions"][0]["alertname"] == "MemhealthHookFailing"
+    got = app.samples()
+    assert sum(v for (n, _l), v in got.items() if n == "memhealth_alert_decisions_total") == len(sink)
+
+
+def test_a_hanging_probe_never_blocks_metrics_or_healthz(project):
+    release = threading.Event()
+    entered = threading.Event()
+
+    def hung_probe(conn, cfg, proj):
+        entered.set()
+        release.wait(30)
+
+    cfg = load(str(project / ".memhealth"))
+    app = Serve(Project(str(project)), cfg, port=0, probe=hung_probe, export=False).start()
+    try:
+        assert entered.wait(5)
+        for path in ("/healthz", "/metrics"):
+            t0 = time.monotonic()
+            with urllib.request.urlopen(f"http://127.0.0.1:{app.port}{path}", timeout=5) as resp:
+                assert resp.status == 200
+                body = resp.read()
+            assert time.monotonic() - t0 < 1.0
+        health = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{app.port}/healthz", timeout=5).read())
+        assert health["probe"]["running_for_s"] >= 0 and health["probe"]["runs"] == 0
+        assert b"memhealth_hook_invocations_total" in body
+        t0 = time.monotonic()
+        app.stop()  # a hung probe is abandoned, not waited on
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        release.set()
+
+
+def test_a_locked_database_during_a_scrape_still_answers_within_a_bound(project, serve):
+    hook(project, "prompt", prompt="hello there")
+    app = serve("--no-probes", "--no-export")
+    before = app.samples()
+    key = ("memhealth_hook_invocations_total", (("hook", "prompt"), ("outcome", "ok")))
+    assert before[key] == 1
+    locker = connect(str(project / ".memhealth" / "memory.db"))
+    locker.execute("PRAGMA locking_mode = EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    locker.execute("INSERT INTO meta(key, value) VALUES ('test.lock', 'held')")
+    try:
+        status, body, seconds = app.get("/metrics")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert status == 200 and seconds < 3.0
+    during = {(s.name, tuple(sorted(s.labels.items()))): s.value
+              for f in text_string_to_metric_families(body.decode()) for s in f.samples}
+    assert during[key] == 1  # the last good value
+    assert during[("memhealth_scrape_errors_total", ())] == 1
+    assert app.samples()[key] == 1  # and fresh values once the lock is gone
+
+
+def test_sigterm_stops_serve_cleanly_after_a_final_export(project, serve):
+    with OtlpReceiver() as rx:
+        env = clean_env(MEMHEALTH_TELEMETRY_OTLP_ENDPOINT=rx.endpoint, MEMHEALTH_SERVE_EXPORT_INTERVAL_S="3600",
+                        MEMHEALTH_TELEMETRY_EXPORT_TIMEOUT_S="1.0")
+        app = serve("--no-probes", env=env)
+        deadline = time.monotonic() + 10
+        while not rx.requests and time.monotonic() < deadline:  # the first run at start-up
+            time.sleep(0.05)
+        hook(project, "prompt", prompt="recorded after the first export")
+        code, output, seconds = app.stop()
+    assert code == 0, output
+    assert "stopped (SIGTERM)" in output and "final export ok" in output
+    assert seconds < 1.0 * 2 + 3.0
+    assert any(s.name == "memhealth.hook prompt" for s in rx.spans)
+
+
+def test_sigterm_with_a_dead_collector_still_stops_within_the_export_timeout(project, serve):
+    rx = OtlpReceiver().up()
+    rx.mode = "hang"
+    try:
+        hook(project, "prompt", prompt="hello there")
+        env = clean_env(MEMHEALTH_TELEMETRY_OTLP_ENDPOINT=rx.endpoint, MEMHEALTH_TELEMETRY_EXPORT_TIMEOUT_S="0.5")
+        app = serve("--no-probes", env=env)
+        time.sleep(0.2)
+        code, output, seconds = app.stop()
+    finally:
+        rx.down()
+    assert code == 0, output
+    assert seconds < 0.5 * 2 + 3.0
+
+
+def test_serve_refuses_a_non_loopback_address_without_allow_remote(project):
+    proc = run_cli("serve", "--project", str(project), "--listen", "0.0.0.0:0", timeout=20)
+    assert proc.returncode == 2
+    assert "--allow-remote" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_scheduled_gate_runs_in_the_background_and_shows_in_metrics(project, serve):
+    app = serve("--no-export")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        health = json.loads(app.get("/healthz")[1])
+        if health["probe"]["runs"] >= 1:
+            break
+        time.sleep(0.1)
+    assert health["probe"]["runs"] >= 1, health
+    got = app.samples()
+    checks = {dict(labels)["check"]: v for (n, labels), v in got.items() if n == "memhealth_gate_check_status"}
+    assert "ingest_freshness" in checks and set(checks.values()) <= {0.0, 1.0, 2.0}
+    assert sum(v for (n, _l), v in got.items() if n == "memhealth_gate_runs_total") >= 1
