@@ -67,3 +67,51 @@ def test_ingest_has_help_text(tmp_path):
     proc = run_cli("ingest", "--help", env=env(tmp_path))
     assert proc.returncode == 0
     assert "--budget-s" in proc.stdout and "SOURCE" in proc.stdout
+
+
+def test_ingest_draws_a_progress_bar_when_stderr_is_a_terminal(project, tmp_path):
+    import pty
+    import subprocess
+
+    from tests.conftest import memhealth_cmd
+
+    for i in range(3):
+        (project / f"d{i}.md").write_text(f"# D{i}\nbody\n", encoding="utf-8")
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(memhealth_cmd() + ["ingest", "docs", "--project", str(project)],
+                              stdout=subprocess.PIPE, stderr=slave, env=env(tmp_path), timeout=60)
+        os.close(slave)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"docs" in drawn and b"3/3 files" in drawn
+    assert proc.stdout.decode().startswith("memhealth ingest: 3 of 3 files changed")
+
+
+def test_a_trace_gets_an_ingest_span_with_one_child_per_source(tmp_path):
+    from memhealth.config import defaults
+    from memory_core.db import connect
+    from memory_core.ingest import run_ingest
+    from telemetry.record import Trace
+
+    (tmp_path / "README.md").write_text("# R\ntext\n", encoding="utf-8")
+    cfg = defaults()
+    cfg["ingest"].update(transcripts=[], git=False)
+    trace = Trace()
+    run_ingest(connect(str(tmp_path / "m.db")), str(tmp_path), cfg, trace=trace)
+    names = [s.name for s in trace.spans]
+    assert names == ["ingest", "ingest docs", "ingest memory", "ingest ledger", "ingest transcript"]
+    root, docs = trace.spans[0], trace.spans[1]
+    assert docs.parent_span_id == root.span_id
+    assert docs.attributes["memhealth.ingest.chunks_added"] == 1
+    assert all(s.end_ns is not None for s in trace.spans)
