@@ -253,3 +253,27 @@ def test_a_deleted_transcript_keeps_its_chunks(corpus):
     os.unlink(root / "tx" / "spotter_short.jsonl")
     run_ingest(conn, str(root), config())
     assert len(file_chunks(conn, "spotter_short.jsonl")) == before > 0
+
+
+def test_a_prompt_pasted_with_a_huge_image_is_kept_and_an_absurd_line_skipped(tmp_path, monkeypatch):
+    from memory_core.ingest import appendfile
+
+    monkeypatch.setattr(appendfile, "STEP_BYTES", 1024)
+    monkeypatch.setattr(appendfile, "MAX_LINE_BYTES", 64 * 1024)
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "A" * 20_000}}
+    pasted = {"type": "user", "message": {"role": "user", "content": [
+        image, {"type": "text", "text": "the chart in this screenshot is wrong"}]}}
+    absurd = {"type": "user", "message": {"role": "user", "content": [
+        {**image, "source": {**image["source"], "data": "B" * 100_000}},
+        {"type": "text", "text": "never read"}]}}
+    typed = {"type": "user", "message": {"role": "user", "content": "after the images"}}
+    tx = tmp_path / "tx"
+    tx.mkdir()
+    (tx / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (pasted, absurd, typed)),
+                                encoding="utf-8")
+    conn = connect(str(tmp_path / "memory.db"))
+    report = run_ingest(conn, str(tmp_path), config())
+    got = conn.execute("SELECT line_start, content FROM chunks ORDER BY line_start").fetchall()
+    assert got == [(1, "the chart in this screenshot is wrong"), (3, "after the images")]
+    assert report.sources["transcript"].malformed == 1

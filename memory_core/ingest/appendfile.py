@@ -7,6 +7,8 @@
 - A file that shrank below its offset, was replaced (new inode), or whose first bytes no
   longer match is re-read from 0 and its old chunks are replaced (truncation, rotation,
   rewrite). Growth past the old offset alone does not hide a rewrite: the head is compared.
+- A line longer than a step (a screenshot pasted with a prompt is one multi-megabyte
+  base64 record) is read whole up to MAX_LINE_BYTES; beyond that it is counted malformed.
 - Each step of at most STEP_BYTES is one transaction: chunks + the advanced offset. The
   budget is checked between steps, so a 500 MB transcript resumes where it stopped.
 - A file that disappears keeps its chunks: Claude Code deletes transcripts after
@@ -24,9 +26,10 @@ from memory_core.errors import MemoryCoreError
 from memory_core.ingest import store, watermark
 from memory_core.ingest.base import BudgetExhausted, Run, SourceReport
 from memory_core.ingest.chunking import Piece
-from memory_core.ingest.filesource import _failed
+from memory_core.ingest.filesource import record_failure
 
 STEP_BYTES = 4 * 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024 * 1024
 HEAD_BYTES = 1024
 
 # parse(lines, first_line_number, rel, state) -> (pieces, malformed, filtered); it may keep
@@ -53,13 +56,13 @@ def sync_appends(run: Run, source: str, files: dict[str, tuple[str, os.stat_resu
         try:
             _sync_one(run, source, rel, path, marks.get(rel), parse, weight, report)
         except OSError as exc:
-            _failed(run, source, rel, "io", f"{type(exc).__name__}: {exc.strerror or exc}", report)
+            record_failure(run, source, rel, "io", f"{type(exc).__name__}: {exc.strerror or exc}", report)
         except BudgetExhausted:
             raise
         except Exception as exc:  # a parser bug must cost one file, not the whole run
             if isinstance(exc, MemoryCoreError):
                 raise  # the store itself failed: no per-file retry will help this run
-            _failed(run, source, rel, "parse", f"{type(exc).__name__}: {exc}", report)
+            record_failure(run, source, rel, "parse", f"{type(exc).__name__}: {exc}", report)
     run.tick(source, len(changed), len(changed))
 
 
@@ -98,10 +101,17 @@ def _sync_one(run: Run, source: str, rel: str, path: str, mark, parse: LineParse
             if end < 0:
                 if len(data) < STEP_BYTES:
                     break  # a partial last line: not consumed until it is complete
-                skip = _skip_long_line(fh, offset + len(data))
-                if skip is None:
-                    break
-                new_offset, lines, malformed = skip, [], 1
+                line_end = _line_end(fh, offset + len(data))
+                if line_end is None:
+                    break  # a long record still being written
+                new_offset = line_end
+                if new_offset - offset <= MAX_LINE_BYTES:
+                    # a pasted screenshot is a multi-megabyte base64 line that also holds
+                    # the prompt typed with it: read the whole line rather than lose it
+                    fh.seek(offset)
+                    lines = [fh.read(new_offset - offset - 1)]
+                else:
+                    lines, malformed = [], 1
             else:
                 new_offset = offset + end + 1
                 lines = data[:end].split(b"\n")
@@ -150,9 +160,9 @@ def _sync_one(run: Run, source: str, rel: str, path: str, mark, parse: LineParse
                 watermark.save(run.conn, source, rel, st.st_mtime_ns, st.st_size, offset, state)
 
 
-def _skip_long_line(fh, pos: int) -> int | None:
-    """Offset just past the newline ending a line longer than STEP_BYTES, or None at EOF.
-    Such a line is counted malformed: no transcript record or ledger entry is that long."""
+def _line_end(fh, pos: int) -> int | None:
+    """Offset just past the next newline at or after `pos`, or None at EOF. Lines longer
+    than MAX_LINE_BYTES are skipped as malformed, so memory use stays bounded."""
     fh.seek(pos)
     while True:
         data = fh.read(STEP_BYTES)

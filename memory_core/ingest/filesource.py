@@ -161,10 +161,10 @@ def sync_files(run: Run, source: str, files: dict[str, tuple[str, os.stat_result
                 same = mark is not None and mark.state.get("hash") == digest
                 pieces = None if same else parse(text, rel)
             except FileFailed as exc:
-                _failed(run, source, rel, exc.reason, str(exc), report)
+                record_failure(run, source, rel, exc.reason, str(exc), report)
                 continue
             except Exception as exc:  # a parser bug must cost one file, not the whole run
-                _failed(run, source, rel, "parse", f"{type(exc).__name__}: {exc}", report)
+                record_failure(run, source, rel, "parse", f"{type(exc).__name__}: {exc}", report)
                 continue
             state = {"hash": digest}
             if watermark.is_racy(st, read_ns):
@@ -201,7 +201,7 @@ def _flush(run: Run, source: str, batch, weight: float, report: SourceReport) ->
         run.vectors.add(added_all)
 
 
-def _failed(run: Run, source: str, path: str, reason: str, detail: str, report: SourceReport) -> None:
+def record_failure(run: Run, source: str, path: str, reason: str, detail: str, report: SourceReport) -> None:
     report.errors += 1
     run.worked = True  # a failing file still counts as work done: the budget must move on
     store.log(run.conn, source, path, "error", reason, detail)
