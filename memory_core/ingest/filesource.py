@@ -207,4 +207,5 @@ def record_failure(run: Run, source: str, path: str, reason: str, detail: str, r
     store.log(run.conn, source, path, "error", reason, detail)
 
 
-__all__ = ["BudgetExhausted", "FileFailed", "discover", "read_text", "relpath", "sync_files"]
+__all__ = ["BudgetExhausted", "FileFailed", "discover", "read_text", "record_failure", "relpath",
+           "sync_files"]
