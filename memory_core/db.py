@@ -101,15 +101,15 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
     return conn
 
 
-_VEC_LOADED: dict[int, bool] = {}
-
-
 def load_vec(conn) -> bool:
-    """Load sqlite-vec into `conn`; False (never raises) when this interpreter cannot."""
-    key = id(conn)
-    if key in _VEC_LOADED:
-        return _VEC_LOADED[key]
-    ok = False
+    """Load sqlite-vec into `conn` if it is not there yet; False (never raises) when this
+    interpreter cannot. Asks the connection itself rather than caching by id(conn): a new
+    connection can reuse a closed one's id."""
+    try:
+        conn.execute("SELECT vec_version()")
+        return True
+    except Exception:
+        pass
     try:
         import sqlite_vec
 
@@ -118,11 +118,9 @@ def load_vec(conn) -> bool:
             sqlite_vec.load(conn)
         finally:
             conn.enable_load_extension(False)
-        ok = True
+        return True
     except Exception:  # AttributeError (no enable_load_extension), ImportError, load failure
-        ok = False
-    _VEC_LOADED[key] = ok
-    return ok
+        return False
 
 
 def vec_unavailable_reason() -> str:
@@ -137,5 +135,4 @@ def vec_unavailable_reason() -> str:
             return f"{DRIVER} was built without enable_load_extension"
         return "" if load_vec(conn) else "sqlite-vec failed to load"
     finally:
-        _VEC_LOADED.pop(id(conn), None)
         conn.close()

@@ -6,7 +6,9 @@
      │    ├── StoreCorrupt       not a database, or malformed
      │    └── StoreReadOnly      the file or its directory is not writable
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
-     └── DimensionMismatch       a vector of the wrong width was offered to the store
+     ├── DimensionMismatch       a vector of the wrong width was offered to the store
+     └── EmbedError              (memory_core.embed) an embedding call failed; .reason says
+                                 how: unreachable, timeout, model_missing, busy, wrong width…
 """
 
 

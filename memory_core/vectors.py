@@ -62,16 +62,7 @@ class _Joined:
 
 def vec_ready(conn) -> bool:
     """Whether sqlite-vec is loaded into `conn` (loading it if needed)."""
-    if not db.load_vec(conn):
-        return False
-    try:
-        conn.execute("SELECT vec_version()")
-        return True
-    except Exception:
-        # db.load_vec caches by id(conn), and a new connection can reuse a closed one's
-        # id: a cached True may describe a connection that no longer exists.
-        db._VEC_LOADED.pop(id(conn), None)
-        return db.load_vec(conn)
+    return db.load_vec(conn)
 
 
 def table_dim(conn) -> int | None:
