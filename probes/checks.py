@@ -12,6 +12,7 @@ import os
 import re
 import sys
 
+from memory_core.db import write
 from probes.result import CheckResult, ago, green, note, red
 
 MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
@@ -93,9 +94,9 @@ def vector_coverage(ev) -> CheckResult:
     if not emb["url"]:
         return note("embeddings not configured: search is BM25-only",
                     fix='set [embedding].url (e.g. "http://127.0.0.1:11434") to add the vector leg')
-    from memory_core.db import vec_unavailable_reason
+    from memory_core.db import load_vec, vec_unavailable_reason
 
-    reason = vec_unavailable_reason()
+    reason = "" if load_vec(ev.conn) else (vec_unavailable_reason() or "sqlite-vec failed to load")
     if reason:
         return red(f"sqlite-vec cannot load ({reason}): search is BM25-only",
                    f"{sys.executable} -m pip install pysqlite3-binary sqlite-vec "
@@ -171,36 +172,54 @@ def lineage_freshness(ev) -> CheckResult:
 
 # -- 6 ---------------------------------------------------------------------------------------
 
+FULL_CHECK_KEY = "gate.integrity.full_ns"
+FULL_CHECK_EVERY_S = 86400.0  # the O(size) scans run once a day; row parity runs every time
+
+
 def index_integrity(ev) -> CheckResult:
-    """RED when SQLite's quick_check, the FTS5 integrity-check, or the FTS/vector row parity
-    with `chunks` fails."""
+    """RED when the full-text or vector index is out of step with `chunks` (row parity,
+    every run), or when SQLite's quick_check or the FTS5 integrity-check fails (O(size)
+    scans, run when the last full check is more than a day old)."""
     conn = ev.conn
     problems = []
-    rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-    if rows != ["ok"]:
-        return red(f"PRAGMA quick_check: {'; '.join(str(r) for r in rows[:3])}",
-                   f"restore {ev.db_path} from a backup, or move it aside and run `memhealth ingest` "
-                   "(memory is rebuilt from its sources; history is lost)")
     (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
     fts_fix = "sqlite3 .memhealth/memory.db \"INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')\""
     if ev.has_table("chunks_fts_docsize"):
         (indexed,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
         if indexed != chunks:
             problems.append((f"full-text index holds {indexed} rows for {chunks} chunks", fts_fix))
-    if not problems and chunks <= FTS_FULL_CHECK_MAX_CHUNKS:
-        try:
-            # rank 1: compare the index with the external content table, not only itself
-            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
-        except Exception as exc:
-            problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
     vectors = vector_count(ev)
     if vectors is not None and vectors > chunks:
         problems.append((f"{vectors - chunks} more vectors than chunks (vectors of deleted chunks)",
-                         "memhealth embed (re-syncs vectors with chunks)"))
+                         "memhealth embed --rebuild (re-syncs vectors with chunks)"))
+    last_full = ev.meta(FULL_CHECK_KEY)
+    full_age_s = (ev.now_ns - int(last_full)) / 1e9 if last_full and last_full.isdigit() else None
+    full = not problems and (full_age_s is None or not 0 <= full_age_s < FULL_CHECK_EVERY_S)
+    if full:
+        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if rows != ["ok"]:
+            return red(f"PRAGMA quick_check: {'; '.join(str(r) for r in rows[:3])}",
+                       f"restore {ev.db_path} from a backup, or move it aside and run `memhealth ingest` "
+                       "(memory is rebuilt from its sources; history is lost)")
+        if chunks <= FTS_FULL_CHECK_MAX_CHUNKS:
+            try:
+                # rank 1: compare the index with the external content table, not only itself
+                conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+            except Exception as exc:
+                problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
+        if not problems:
+            try:
+                with write(conn):
+                    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                                 "SET value = excluded.value", (FULL_CHECK_KEY, str(ev.now_ns)))
+            except Exception:  # a read-only store still gets its verdict; it re-checks next time
+                pass
     if problems:
         return red("; ".join(p for p, _ in problems), problems[0][1])
-    return green(f"quick_check ok; fts parity ok ({chunks} chunks)"
-                 + (f"; {vectors} vectors" if vectors is not None else ""))
+    scans = "quick_check and FTS integrity-check ok" if full else \
+        f"full scans ok {ago(full_age_s or 0)} ago"
+    return green(f"{scans}; parity ok ({chunks} chunks"
+                 + (f", {vectors} vectors)" if vectors is not None else ")"))
 
 
 # -- 7 ---------------------------------------------------------------------------------------

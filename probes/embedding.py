@@ -4,16 +4,17 @@ requests, telling apart failures that need different fixes.
     result = embedding_path(ev)      # CheckResult with .state in STATES
     result.extra                     # {"probe_s": 0.012, "warmup_s": 0.0}
 
-Sequence (REFERENCE §4.2, §7):
-  1. GET /api/tags within timeout_s. Refused → unreachable. No answer → the first attempt
-     timed out (go to 4). 503 → busy (a NOTE: transient, not an outage).
-  2. The model must be listed → else model_missing.
-  3. A fallback model is checked without loading it: installed, and its width from
-     /api/show model_info "<arch>.embedding_length" equals [embedding].dim → else
-     fallback_mismatch (misconfiguration caught at configuration time, not months later).
-  4. POST /api/embed one short text within timeout_s; on a timeout, one warm-up retry within
-     warmup_timeout_s (clamped to the caller's deadline). Retry OK → GREEN, state cold,
-     "warmed in X.X s". Both time out → wedged. Wrong width → dimension_mismatch.
+Sequence (REFERENCE §4.2, §7; one request when healthy, where the reference makes three):
+  1. Only when a fallback model is configured: GET /api/tags, then the fallback is checked
+     without loading it: installed, and its width from /api/show model_info
+     "<arch>.embedding_length" equals [embedding].dim → else fallback_mismatch
+     (misconfiguration caught at configuration time, not discovered months later).
+  2. POST /api/embed one short text within timeout_s. Refused → unreachable; 404 naming the
+     model → model_missing; 503 → busy (a NOTE: transient, not an outage); not Ollama's
+     answer → unreachable; wrong width → dimension_mismatch.
+  3. No answer within timeout_s → one warm-up retry within warmup_timeout_s (clamped to the
+     caller's deadline). Retry OK → GREEN, state cold, "warmed in X.X s". Both time out →
+     wedged.
 Worst case: connect + timeout_s + warm-up + connect, whatever the server does.
 """
 
@@ -85,34 +86,33 @@ def embedding_path(ev) -> CheckResult:
     client = OllamaClient.from_config(ev.cfg)
     trace = getattr(ev, "trace", None)
     try:
-        try:
-            models = client.tags(timeout_s=timeout_s)
-        except EmbedError as exc:
-            if exc.reason != "timeout":
-                return _failure(exc, e, t0)
-            models = None  # connected, no answer: the first attempt timed out
-        if models is not None:
-            if not client.has_model(models):
-                return _result("red", f"embedding model {e['model']} missing from Ollama "
-                               f"({len(models)} model(s) installed)", f"ollama pull {e['model']}",
-                               "model_missing", t0)
-            fallback = e.get("fallback_model") or ""
-            if fallback:
+        fallback = e.get("fallback_model") or ""
+        if fallback:  # configuration-time validation: only when a fallback is configured
+            try:
+                models = client.tags(timeout_s=timeout_s)
+            except EmbedError as exc:
+                models = None
+                if exc.reason != "timeout":
+                    return _failure(exc, e, t0)
+            if models is not None:
                 bad = _check_fallback(client, models, fallback, int(e["dim"]), timeout_s)
                 if bad is not None:
                     return _result("red", bad[0], bad[1], "fallback_mismatch", t0)
-            try:
-                start = time.monotonic()
-                vectors = client.embed([PROBE_TEXT], trace=trace, timeout_s=timeout_s,
-                                       respect_circuit=False)
-                load_s = (client.last_response.get("load_duration") or 0) / 1e9
-                ms = (time.monotonic() - start) * 1000
-                extra = f" (model loaded in {load_s:.1f} s)" if load_s >= 0.1 else ""
-                return _result("green", f"end-to-end embed OK: {len(vectors[0])}-dim in {ms:.0f} ms "
-                               f"via {e['model']}{extra}", "", "ok", t0)
-            except EmbedError as exc:
-                if exc.reason != "timeout":
-                    return _failure(exc, e, t0)
+        try:
+            start = time.monotonic()
+            vectors = client.embed([PROBE_TEXT], trace=trace, timeout_s=timeout_s, respect_circuit=False)
+            load_s = (client.last_response.get("load_duration") or 0) / 1e9
+            ms = (time.monotonic() - start) * 1000
+            extra = f" (model loaded in {load_s:.1f} s)" if load_s >= 0.1 else ""
+            return _result("green", f"end-to-end embed OK: {len(vectors[0])}-dim in {ms:.0f} ms "
+                           f"via {e['model']}{extra}", "", "ok", t0)
+        except EmbedError as exc:
+            if exc.reason == "model_missing":
+                return _result("red", f"embedding model {e['model']} missing from Ollama at {e['url']}"
+                               + _installed(client, timeout_s), f"ollama pull {e['model']}",
+                               "model_missing", t0)
+            if exc.reason != "timeout":
+                return _failure(exc, e, t0)
         # one warm-up retry: a cold model is loading, not dead (paper §3.4)
         warm_s = float(e["warmup_timeout_s"])
         remaining = ev.remaining_s() if hasattr(ev, "remaining_s") else None
@@ -136,6 +136,16 @@ def embedding_path(ev) -> CheckResult:
                        f"(cold start: warmed in {warmed:.1f} s)", "", "cold", t0, warmed)
     finally:
         client.close()
+
+
+def _installed(client, timeout_s: float) -> str:
+    """" (N model(s) installed)" from /api/tags, best effort (the failure path only)."""
+    from memory_core.embed import EmbedError
+
+    try:
+        return f" ({len(client.tags(timeout_s=timeout_s))} model(s) installed)"
+    except EmbedError:
+        return ""
 
 
 def _check_fallback(client, models, fallback: str, dim: int, timeout_s: float):
