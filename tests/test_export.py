@@ -167,7 +167,7 @@ def test_a_hook_with_the_collector_down_is_as_fast_as_with_it_up(project):
         up = median_prompt_seconds(rx.endpoint)
     down = median_prompt_seconds(f"http://127.0.0.1:{free_port()}")
     assert rx.requests == []  # the hook never touched the network
-    assert down < up * 1.5 + 0.05, f"collector down {down:.3f}s vs up {up:.3f}s"
+    assert down < up * 1.5 + 0.1, f"collector down {down:.3f}s vs up {up:.3f}s"
 
 
 def test_expired_unexported_spans_are_dropped_counted_and_the_newest_row_is_kept(project):
