@@ -231,3 +231,20 @@ def test_the_gate_counts_its_checks_and_records_rows_rollups_and_its_own_heartbe
                         "AND labels = '{\"state\":\"not_configured\"}'").fetchone() == (1.0,)
     names = [r[0] for r in conn.execute("SELECT name FROM spans ORDER BY id")]
     assert names[0] == "memhealth.gate" and "probe embedding_path" in names
+
+
+def test_the_full_integrity_scans_run_once_a_day_and_parity_every_time(proj):
+    root, conn = proj
+    add_chunk(conn, 2)
+    assert "quick_check and FTS integrity-check ok" in checks.index_integrity(evidence(root, conn)).detail
+    later = checks.index_integrity(evidence(root, conn, now=T0 + 3600))
+    assert later.detail.startswith("full scans ok 60 min ago")
+    assert "integrity-check ok" in checks.index_integrity(evidence(root, conn, now=T0 + 2 * DAY)).detail
+
+
+def test_the_hook_deadline_comes_from_the_session_start_timeout_in_settings(proj):
+    import time
+
+    root, _conn = proj
+    deadline = gate.hook_deadline(root, "session-start", time.time_ns() - 2_000_000_000)
+    assert 27.5 < deadline - time.monotonic() < 28.5  # `memhealth init` wires 30 s; 2 s spent

@@ -132,3 +132,15 @@ def test_the_gate_cli_records_the_embedding_state_and_probe_gauges(tmp_path):
     conn.close()
     assert gauges['{"state":"cold"}'] == 1.0 and sum(gauges.values()) == 1.0 and len(gauges) == 8
     assert warm[0] >= 0.5
+
+
+def test_inside_a_hook_the_warmup_is_clamped_to_the_hooks_own_deadline(proj):
+    root, conn = proj
+    with OllamaStandin("hung", dim=8, hang_s=10) as ollama:
+        ev = evidence(root, conn, now=time.time(), deadline=time.monotonic() + 1.6)
+        ev.cfg["embedding"].update(url=ollama.url, dim=8, timeout_s=TIMEOUT_S, warmup_timeout_s=30.0,
+                                   connect_timeout_s=0.1)
+        t0 = time.monotonic()
+        r = embedding_path(ev)
+        elapsed = time.monotonic() - t0
+    assert (r.status, r.state) == ("red", "wedged") and elapsed < 1.6
