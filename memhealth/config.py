@@ -50,6 +50,8 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "dnr_cap": ("int", 3, (0, 1000), "DO-NOT-REBUILD blocks per session"),
         "stale_cap": ("int", 3, (0, 1000), "stale-claim reminders per session"),
         "capture_content": ("bool", False, None, "record prompt text in decision rows and spans (opt-in)"),
+        "sources": ("list", ["memory", "docs", "ledger"], None,
+                    "sources whose chunks may be injected (transcripts and git stay searchable, not injected)"),
     },
     "gate": {
         "mode": ("str", "on", ("on", "off"), 'ablation: "off" skips the gate; heartbeats still record'),

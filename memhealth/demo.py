@@ -94,12 +94,12 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     os.makedirs(root, exist_ok=True)
     _copy_sample(root)
     has_git = _git_history(root)
+    # Claude Code keeps transcripts outside the project (~/.claude/projects/<slug>/); the demo
+    # keeps its own beside the sample, starting with one earlier session.
     transcripts = os.path.join(root, ".claude-transcripts")
-    os.makedirs(transcripts, exist_ok=True)
+    shutil.move(os.path.join(root, "transcripts"), transcripts)
     transcript = os.path.join(transcripts, f"{SESSION}.jsonl")
     open(transcript, "w").close()
-    with open(os.path.join(root, "memory", "..", ".memhealth-demo"), "w") as fh:
-        fh.write("this directory was created by `memhealth demo`\n")
 
     cmd = launcher_argv()
     out(f"memhealth demo: sample project \"ledgerline\" in {root}")
@@ -114,6 +114,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     out("")
     out("[3/4] a session, through the real hook entry points (one process per hook):")
     width = max(len(label) for *_x, label in SCRIPT)
+    first_injection = None
     for event, fields, label in SCRIPT:
         body = {"session_id": SESSION, "transcript_path": transcript, "cwd": root,
                 "hook_event_name": event, "permission_mode": "default", **fields}
@@ -128,11 +129,13 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         if context:
             text = context["hookSpecificOutput"]["additionalContext"]
             shown = text.splitlines()[0][:70] if text else ""
+            if event == "prompt" and first_injection is None:
+                first_injection = text
         elif err:
             shown = f"stderr: {err[:70]}"
         out(f"  {event:<13} {label:<{width}}  {ms:6.0f} ms  {shown}")
     out("")
-    _print_injections(root, out)
+    _print_injections(root, out, first_injection)
     out("")
     gate = subprocess.run(cmd + ["gate", "--project", root], capture_output=True, text=True, timeout=300)
     out("[4/4] the health gate now (`memhealth gate`):")
@@ -165,11 +168,12 @@ def _write_demo_config(root: str, transcripts: str) -> None:
         fh.write(text)
 
 
-def _print_injections(root: str, out) -> None:
+def _print_injections(root: str, out, first_injection: str | None) -> None:
     from memory_core.db import connect
 
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     rows = conn.execute("SELECT outcome, intent, prompt_len, detail FROM decisions ORDER BY id").fetchall()
+    conn.close()
     out(f"Injection decisions (one row per prompt, {len(rows)} prompts):")
     for outcome, intent, length, detail in rows:
         d = json.loads(detail or "{}")
@@ -181,29 +185,14 @@ def _print_injections(root: str, out) -> None:
         elif d.get("reason"):
             arith = d["reason"]
         out(f"  {outcome:<16} {intent or '-':<14} {length:>4} chars  {arith}")
-    injected = conn.execute(
-        "SELECT detail FROM decisions WHERE outcome = 'injected' ORDER BY id LIMIT 1").fetchone()
-    conn.close()
-    if injected:
+    if first_injection:
         out("")
-        out("What the first injection looked like (framed with its provenance):")
-        body = _first_injection_text(root)
-        for line in body.splitlines()[:8]:
-            out(f"  | {line[:110]}")
+        out("The first injection, as Claude received it (framed with its provenance):")
+        import textwrap
 
-
-def _first_injection_text(root: str) -> str:
-    # Re-derive the text the way the hook did, from the same store and config.
-    from memhealth.config import load
-    from memory_core import inject
-    from memory_core.db import connect
-    from telemetry.record import Trace
-
-    conn = connect(os.path.join(root, ".memhealth", "memory.db"))
-    cfg = load(os.path.join(root, ".memhealth"))
-    result = inject.decide(conn, SCRIPT[2][1]["prompt"], "build", cfg, None, Trace())
-    conn.close()
-    return result.text or ""
+        for line in first_injection.splitlines()[:8]:
+            for part in textwrap.wrap(line, 100, subsequent_indent="    ") or [""]:
+                out(f"  | {part}")
 
 
 def _print_metrics(root: str, out) -> None:

@@ -114,7 +114,42 @@ def stop(ctx) -> str | None:
     return None
 
 
+SESSION_END_INGEST_BUDGET_S = 3.0  # SessionEnd hooks get 1.5 s by default, our init sets 5
+
+
+def remember_transcript_dir(ctx) -> None:
+    """Record where Claude Code keeps this project's transcripts (the real directory keeps
+    case; the slug rule is unverified), for the transcripts ingester's "auto" source."""
+    import os
+
+    path = ctx.payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return
+    from memory_core.db import write
+    from memory_core.ingest.transcripts import META_TRANSCRIPT_DIR
+
+    with write(ctx.conn):
+        ctx.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         (META_TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path))))
+
+
 def session_end(ctx) -> str | None:
+    """Bring memory up to date with what the session wrote, within a small budget: the
+    reference design ran 60-120 s of work here against a 1.5 s budget and got killed. What
+    the budget does not cover resumes on the next run; embedding calls use the hook-path
+    timeout, and vectors left missing are backfilled by `memhealth embed`."""
+    remember_transcript_dir(ctx)
+    from memory_core.ingest import run_ingest
+
+    cfg = dict(ctx.cfg)
+    cfg["embedding"] = {**ctx.cfg["embedding"], "bulk_timeout_s": ctx.cfg["embedding"]["timeout_s"]}
+    budget = min(SESSION_END_INGEST_BUDGET_S, ctx.cfg["ingest"]["budget_s"])
+    report = run_ingest(ctx.conn, ctx.project.root, cfg, budget_s=budget, trace=ctx.trace)
+    summary = report.to_dict()
+    ctx.root.update({"memhealth.ingest.chunks_added": summary["chunks_added"],
+                     "memhealth.ingest.errors": summary["errors"],
+                     "memhealth.ingest.budget_exhausted": summary["budget_exhausted"]})
     return None
 
 

@@ -52,14 +52,23 @@ def match_query(toks: list[str], op: str = "OR") -> str:
     return f" {op} ".join(f'"{t}"' for t in safe)
 
 
-def bm25(conn, toks: list[str], limit: int = 30) -> list[tuple[int, float]]:
-    """Top chunks by BM25 (higher is better) for any of `toks`."""
+def bm25(conn, toks: list[str], limit: int = 30,
+         sources: tuple[str, ...] | list[str] | None = None) -> list[tuple[int, float]]:
+    """Top chunks by BM25 (higher is better) for any of `toks`, optionally only from `sources`."""
     query = match_query(toks)
     if not query:
         return []
-    rows = conn.execute(
-        "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-        "ORDER BY bm25(chunks_fts) LIMIT ?", (query, limit)).fetchall()
+    if sources:
+        marks = ",".join("?" * len(sources))
+        rows = conn.execute(
+            "SELECT chunks_fts.rowid, bm25(chunks_fts) FROM chunks_fts "
+            f"JOIN chunks ON chunks.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+            f"AND chunks.source IN ({marks}) ORDER BY bm25(chunks_fts) LIMIT ?",
+            (query, *sources, limit)).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY bm25(chunks_fts) LIMIT ?", (query, limit)).fetchall()
     return [(rowid, -score) for rowid, score in rows]
 
 

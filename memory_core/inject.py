@@ -6,7 +6,9 @@ caps, rendering. Silence is the default; every step records its arithmetic.
     result.detail    # {"tokens": 7, "matched": 3, "idf_sum": 9.4, "threshold": 7.0, ...}
 
 Retrieval here is the BM25 leg only: the prompt path must not wait on an embedding server
-(the reference design's rule: no inline Ollama on the lineage path). Relevance needs rare
+(the reference design's rule: no inline Ollama on the lineage path). Candidates come only
+from curated sources (`injection.sources`: memory files, docs, ledgers by default): raw
+transcripts would echo the session's own words back at it. Relevance needs rare
 words shared on word boundaries: at least `min_matches` prompt tokens found in the item,
 their summed IDF at least `idf_sum_threshold`, and one of them at least `distinctive_idf`.
 Below 50 chunks IDF says little, so only the overlap count applies (REFERENCE §4.4).
@@ -41,8 +43,8 @@ class InjectResult:
         self.problems = list(problems)
 
 
-def _candidates(conn, toks):
-    hits = fts.bm25(conn, toks, limit=CANDIDATES)
+def _candidates(conn, toks, sources):
+    hits = fts.bm25(conn, toks, limit=CANDIDATES, sources=sources)
     if not hits:
         return []
     ids = [h[0] for h in hits]
@@ -74,7 +76,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         span.update({"db.system.name": "sqlite", "db.operation.name": "SELECT",
                      "db.collection.name": "chunks_fts", "gen_ai.request.top_k": CANDIDATES,
                      "memhealth.search.legs": "bm25", "memhealth.query.tokens": len(toks)})
-        candidates = _candidates(conn, toks)
+        candidates = _candidates(conn, toks, tuple(icfg["sources"]))
         span.set("memhealth.search.hits", len(candidates))
     retrieval_ms = (time.perf_counter() - t0) * 1000
     if not candidates:

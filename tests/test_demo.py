@@ -1,0 +1,32 @@
+"""`memhealth demo`, the README's main job, run as a user runs it."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tests.conftest import run_cli
+
+
+def test_the_demo_drives_a_session_through_the_real_hooks_and_reports(tmp_path):
+    proc = run_cli("demo", "--dir", str(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "MEMORY-HEALTH: " in out and " GREEN" in out
+    assert "memhealth_hook_invocations_total{hook=\"prompt\",outcome=\"ok\"} 6" in out
+    assert "DO-NOT-REBUILD" in out and "memory/compactor-exists.md" in out
+
+    db = sqlite3.connect(tmp_path / "ledgerline" / ".memhealth" / "memory.db")
+    outcomes = [r[0] for r in db.execute("SELECT outcome FROM decisions ORDER BY id")]
+    # silence by default: only prompts that share rare words with memory inject
+    assert outcomes == ["no_intent", "injected", "system_turn", "injected", "capped", "below_relevance"]
+    hooks = dict(db.execute("SELECT hook, count(*) FROM heartbeats WHERE outcome = 'ok' GROUP BY hook"))
+    assert hooks["session-start"] == 2 and hooks["session-end"] == 1 and hooks["pre-tool"] == 1
+    assert db.execute("SELECT count(*) FROM heartbeats WHERE outcome != 'ok'").fetchone() == (0,)
+    # session end brought the session's own transcript into memory
+    assert db.execute("SELECT count(*) FROM chunks WHERE source = 'transcript' AND path LIKE '%demo-%'").fetchone()[0] > 0
+
+
+def test_the_demo_can_run_twice_in_the_same_directory(tmp_path):
+    assert run_cli("demo", "--dir", str(tmp_path), timeout=300).returncode == 0
+    second = run_cli("demo", "--dir", str(tmp_path), timeout=300)
+    assert second.returncode == 0, second.stderr
