@@ -15,7 +15,7 @@ from memhealth.config import load
 from memory_core.db import connect, write
 from telemetry import record
 from telemetry.export import OtlpExporter, export_once
-from tests.conftest import clean_env, payload, rows, run_cli, run_hook
+from tests.conftest import clean_env, payload, run_cli, run_hook
 from tests.otlp_receiver import GrpcOtlpReceiver, OtlpReceiver
 
 SESSION = [
@@ -27,6 +27,17 @@ SESSION = [
     ("stop", {}),
     ("session-end", {"reason": "exit"}),
 ]
+
+
+def rows(project, sql: str, params=()) -> list[tuple]:
+    """Read the store with the driver the code under test uses. Not the stdlib module: two
+    SQLite libraries in one process release each other's POSIX locks when one closes the
+    file, and a WAL database can then be checkpointed under a live reader ("malformed")."""
+    conn = connect(str(project / ".memhealth" / "memory.db"), migrate=False)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
 
 
 def drive_session(project, env=None, events=SESSION):
@@ -107,7 +118,7 @@ def test_spans_recorded_during_an_outage_arrive_after_it_none_lost_none_duplicat
     finally:
         conn.close()
         rx.down()
-    assert shipped.ok and shipped.backlog == 0
+    assert shipped.ok and shipped.backlog == 0, shipped.error
     recorded = {(t, s) for t, s, *_ in outbox(project)}
     received = [(s.trace_id, s.span_id) for s in rx.spans]
     assert len(received) == len(set(received)) == len(recorded)
