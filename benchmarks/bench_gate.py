@@ -64,13 +64,7 @@ def _env(url: str | None) -> dict:
 
 
 def bench(quick: bool = False) -> list[dict]:
-    from tests import ollama_standin
     from tests.ollama_standin import OllamaStandin
-
-    # Real Ollama (Go net/http) sets TCP_NODELAY; the stdlib handler writes headers and body
-    # separately and, with Nagle on, every kept-alive answer waits ~40 ms for a delayed ACK.
-    # Without this the figure measures that artifact, not the gate.
-    ollama_standin._Handler.disable_nagle_algorithm = True
 
     repeat = 9 if quick else 21
     out = []

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
 
 import pytest
+
+# The same SQLite library as the code under test: two libraries in one process release
+# each other's POSIX locks on close, and a WAL database can then read as malformed.
+from memory_core.db import sqlite3
 
 BIN_DIR = os.path.dirname(sys.executable)
 MEMHEALTH = os.path.join(BIN_DIR, "memhealth")

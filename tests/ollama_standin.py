@@ -253,6 +253,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as httpx expects from Ollama
+    # Real Ollama (Go net/http) sets TCP_NODELAY; without it every kept-alive answer would
+    # wait ~40 ms for a delayed ACK and timings would measure that artifact.
+    disable_nagle_algorithm = True
     timeout = 10.0  # an idle kept-alive connection cannot hold a thread forever
 
     def setup(self) -> None:

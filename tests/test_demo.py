@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
+# The same SQLite library as the code under test: two libraries in one process release
+# each other's POSIX locks on close, and a WAL database can then read as malformed.
+from memory_core.db import sqlite3
 from tests.conftest import run_cli
 
 
