@@ -24,56 +24,23 @@ except ImportError:  # pragma: no cover
     DRIVER = "sqlite3"
 
 from memory_core.errors import StoreCorrupt, StoreError, StoreLocked, StoreReadOnly
+from telemetry import record
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 
 
 def classify(exc: BaseException) -> StoreError:
     """Map a driver exception to the store error a user can act on."""
-    text = str(exc).lower()
-    if "locked" in text or "busy" in text:
-        return StoreLocked(f"database is locked: {exc}")
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return StoreCorrupt(f"database is corrupt: {exc}")
-    if "readonly" in text or "read-only" in text or "unable to open" in text or "permission" in text:
-        return StoreReadOnly(f"database is not writable: {exc}")
-    return StoreError(f"database error: {exc}")
+    cls = {"db_locked": StoreLocked, "db_corrupt": StoreCorrupt,
+           "db_readonly": StoreReadOnly}.get(record.failure_reason(exc), StoreError)
+    prefix = {StoreLocked: "database is locked", StoreCorrupt: "database is corrupt",
+              StoreReadOnly: "database is not writable"}.get(cls, "database error")
+    return cls(f"{prefix}: {exc}")
 
 
-class write:
-    """`with write(conn):` runs the block in BEGIN IMMEDIATE, so a writer takes the lock
-    up front: busy_timeout cannot rescue a deferred read-to-write upgrade (REFERENCE §11)."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn):
-        self.conn = conn
-
-    def __enter__(self):
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise classify(exc) from exc
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            try:
-                self.conn.execute("COMMIT")
-            except sqlite3.Error as err:
-                self._rollback()
-                raise classify(err) from err
-            return False
-        self._rollback()
-        if isinstance(exc, sqlite3.Error):
-            raise classify(exc) from exc
-        return False
-
-    def _rollback(self):
-        try:
-            self.conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
+# `with write(conn):` — BEGIN IMMEDIATE ... COMMIT, raising StoreError subclasses.
+write = record.transaction
+record.set_error_wrapper(classify)
 
 
 def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: bool = True,

@@ -74,6 +74,16 @@ class ExportResult:
 
 # -- store side: watermark, retention, project id --------------------------------------------
 
+
+def service_version() -> str:
+    """The installed distribution's version (telemetry may not import the application)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("memhealth")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
 def _meta(conn, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None
@@ -201,7 +211,7 @@ class _SpanBuilder:
         from opentelemetry.sdk.trace.id_generator import IdGenerator
         from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
-        from memhealth import __version__
+        __version__ = service_version()
 
         class RecordedIds(IdGenerator):
             """Hands out the ids the hook recorded, so exported ids equal the stored ones."""
@@ -290,7 +300,7 @@ def metrics_data(families, resource, start_ns: int, now_ns: int):
     from opentelemetry.sdk.metrics.export import Histogram as OtelHistogram
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-    from memhealth import __version__
+    __version__ = service_version()
 
     metrics = []
     for fam in families:
@@ -423,7 +433,7 @@ class OtlpExporter:
         if self._resource is None:
             from opentelemetry.sdk.resources import Resource
 
-            from memhealth import __version__
+            __version__ = service_version()
 
             name = self._environ.get("OTEL_SERVICE_NAME", "").strip()
             for item in self._environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):

@@ -1,6 +1,7 @@
 """Record what a process did as rows in the store: heartbeats, spans, decisions, rollups.
 
-Standard library only: short-lived hooks import this on every invocation. Nothing here
+Standard library only (and the stdlib-only metric catalog): short-lived hooks import this
+on every invocation, and the memory core imports it, so it imports nothing of ours above it. Nothing here
 touches the network; `telemetry.export` ships the outbox later.
 
     hb = heartbeat_start(conn, "prompt", session_id="s1")        # before any work
@@ -20,11 +21,88 @@ import json
 import os
 import time
 
-from memory_core.db import sqlite3, write
-from memory_core.errors import StoreError
 from telemetry.catalog import CATALOG, HOOK_DURATION_BUCKETS
 
 INF = float("inf")
+
+
+# -- write transactions ------------------------------------------------------------------
+# This module sits below the memory core (which imports it), so it cannot import the
+# store's error classes. It classifies driver errors itself; memory_core.db registers a
+# wrapper so that callers of either layer see the same StoreError subclasses.
+
+class RecordError(Exception):
+    """A row could not be written; `reason` is the failure family."""
+
+    def __init__(self, message: str, reason: str = "store"):
+        super().__init__(message)
+        self.reason = reason
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The failure family of a SQLite driver error: db_locked, db_corrupt, db_readonly, store."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return "db_locked"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return "db_corrupt"
+    if "readonly" in text or "read-only" in text or "unable to open" in text or "permission" in text:
+        return "db_readonly"
+    return "store"
+
+
+_wrap_error = None
+
+
+def set_error_wrapper(wrapper) -> None:
+    """Let the store layer turn driver errors into its own exception classes."""
+    global _wrap_error
+    _wrap_error = wrapper
+
+
+def wrap_error(exc: BaseException) -> Exception:
+    if _wrap_error is not None:
+        return _wrap_error(exc)
+    return RecordError(f"database error: {exc}", failure_reason(exc))
+
+
+class transaction:
+    """`with transaction(conn):` runs the block in BEGIN IMMEDIATE, so a writer takes the lock
+    up front: busy_timeout cannot rescue a deferred read-to-write upgrade (REFERENCE §11)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except self.conn.Error as exc:
+            raise wrap_error(exc) from exc
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+            except self.conn.Error as err:
+                self._rollback()
+                raise wrap_error(err) from err
+            return False
+        self._rollback()
+        if isinstance(exc, self.conn.Error):
+            raise wrap_error(exc) from exc
+        return False
+
+    def _rollback(self):
+        try:
+            self.conn.execute("ROLLBACK")
+        except self.conn.Error:
+            pass
+
+
+write = transaction
 
 
 def new_trace_id() -> str:
@@ -187,7 +265,8 @@ def insert_degradation(conn, component: str, reason: str, detail: str = "") -> N
 
 def heartbeat_start(conn, hook: str, session_id: str | None = None, trace_id: str | None = None,
                     started_ns: int | None = None) -> int:
-    """Write the "started" row before any work; return its id. Raises StoreError."""
+    """Write the "started" row before any work; return its id. Raises StoreError (or
+    RecordError when the store layer is not loaded)."""
     started_ns = started_ns or time.time_ns()
     with write(conn):
         cur = conn.execute(
@@ -311,7 +390,7 @@ def drain_spill(conn, path: str) -> int:
                 _apply_spilled(conn, rec)
         os.unlink(claimed)
         return len(records)
-    except (StoreError, sqlite3.Error):
+    except Exception:  # StoreError, RecordError or a driver error: the store cannot take them
         # put them back for the next process; nothing is lost
         try:
             with open(claimed, "rb") as src:

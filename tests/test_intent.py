@@ -9,7 +9,7 @@ import pytest
 
 from memory_core.intent import SYSTEM_TURN_PREFIXES, classify, system_turn
 
-SHARED_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "transcripts")
+SHARED_FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "transcripts")
 
 
 @pytest.mark.parametrize("prompt", [
