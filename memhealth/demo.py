@@ -36,8 +36,8 @@ SCRIPT = [
                           "</task-notification>"}, "a machine turn (background task done)"),
     ("prompt", {"prompt": "Should we reconsider the single writer queue and let handlers append "
                           "events directly? Sequence numbers worry me."}, "decision intent"),
-    ("prompt", {"prompt": "Let's build another snapshot compaction subsystem for the projections "
-                          "replaying streams"}, "the same build intent again (capped)"),
+    ("prompt", {"prompt": "OK, build that snapshot compaction subsystem now so projections stop "
+                          "replaying every stream from event zero"}, "the same build intent again (capped)"),
     ("pre-compact", {"trigger": "auto", "custom_instructions": ""}, "context compaction"),
     ("session-start", {"source": "compact"}, "session resumes after compaction"),
     ("prompt", {"prompt": "why does the projection replay get slower after a restart?"},

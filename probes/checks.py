@@ -250,7 +250,7 @@ def memory_files(ev) -> CheckResult:
     found = [p for p in memory_index_paths(ev) if os.path.isfile(p)]
     if not found:
         return note("no MEMORY.md index (looked in the project root, .memhealth/memory, "
-                    ".claude/memory)", fix="create MEMORY.md: one line per memory, a `## LATEST` resume anchor")
+                    ".claude/memory, [ingest].memory)", fix="create MEMORY.md: one line per memory, a `## LATEST` resume anchor")
     reds, notes, details = [], [], []
     activity = ev.last_activity_ns()
     for path in found:
