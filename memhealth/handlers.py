@@ -21,8 +21,10 @@ def session_start(ctx) -> str | None:
     holds. With [gate].mode = "off" (ablation) the gate is skipped entirely."""
     import time
 
-    (chunks,) = ctx.conn.execute("SELECT count(*) FROM chunks").fetchone()
-    body = f"memhealth: {chunks} memory chunks in {ctx.project.db_path}"
+    from memory_core.render import session_render
+
+    source = ctx.payload.get("source")
+    body = session_render(ctx.conn, source if isinstance(source, str) else None)
     if ctx.cfg["gate"]["mode"] != "on":
         return body
     from probes import gate, heartbeats, novelty

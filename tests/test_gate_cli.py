@@ -63,7 +63,7 @@ def test_session_start_puts_the_verdict_line_first_in_its_context(project):
                    project)
     lines = run.context().splitlines()
     assert lines[0] == "MEMORY-HEALTH: 11/11 GREEN"
-    assert lines[-1].startswith("memhealth: 0 memory chunks")
+    assert lines[-1].startswith("memhealth: memory is empty")
     assert all(line.startswith("  NOTE ") for line in lines[1:-1])
     assert rows(project, "SELECT session_id, verdict FROM gate_runs") == [("s1", "green")]
     hooks = rows(project, "SELECT hook, outcome FROM heartbeats ORDER BY id")
