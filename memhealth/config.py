@@ -59,6 +59,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "vector_coverage_min": ("float", 0.99, (0.0, 1.0), "share of chunks that must have a vector"),
         "heartbeat_max_age_days": ("float", 2.0, (0.01, 3650.0), "per-turn hooks must succeed this often while sessions run"),
         "capture_queue_max": ("int", 40, (0, 1000000), "pending capture items before the gate turns RED"),
+        "hook_budget_s": ("float", 10.0, (1.0, 600.0),
+                          "the gate inside SessionStart finishes within this (a model still loading after it "
+                          "is reported undecided; `memhealth gate` waits the full warm-up)"),
     },
     "ingest": {
         "budget_s": ("float", 55.0, (0.1, 86400.0), "wall-clock budget of one ingest run"),

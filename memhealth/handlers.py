@@ -32,8 +32,11 @@ def session_start(ctx) -> str | None:
 
     now_ns = time.time_ns()
     try:
+        # never hold the session for the full warm-up of a cold model: the hook's own budget
+        deadline = min(gate.hook_deadline(ctx.project.root, "session-start", ctx.started_ns),
+                       time.monotonic() + ctx.cfg["gate"]["hook_budget_s"])
         ev = Evidence(ctx.project.root, ctx.conn, ctx.cfg, now=now_ns / 1e9, session_id=ctx.session_id,
-                      deadline=gate.hook_deadline(ctx.project.root, "session-start", ctx.started_ns))
+                      deadline=deadline)
         head = gate.run(ev, trace=ctx.trace).lines()
         # what the next gate compares: this render (novelty) and this transcript's size
         novelty.record_render(ctx.conn, ctx.session_id, body, novelty.corpus_signature(ctx.conn), now_ns)

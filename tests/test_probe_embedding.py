@@ -144,3 +144,23 @@ def test_inside_a_hook_the_warmup_is_clamped_to_the_hooks_own_deadline(proj):
         r = embedding_path(ev)
         elapsed = time.monotonic() - t0
     assert (r.status, r.state) == ("red", "wedged") and elapsed < 1.6
+
+
+def test_the_session_start_hook_never_waits_longer_than_its_gate_budget_on_a_hung_server(tmp_path):
+    """A wedged server must not hold every session start for the full warm-up: inside the
+    hook the gate has [gate].hook_budget_s; `memhealth gate` is where the full wait happens."""
+    from tests.conftest import payload, run_hook
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    assert run_cli("init", "--project", str(root)).returncode == 0
+    with OllamaStandin("hung", dim=8, hang_s=30) as ollama:
+        env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM="8",
+                        MEMHEALTH_EMBEDDING_TIMEOUT_S="0.5", MEMHEALTH_EMBEDDING_WARMUP_TIMEOUT_S="30",
+                        MEMHEALTH_GATE_HOOK_BUDGET_S="2")
+        run = run_hook("session-start", payload("session-start", root, source="startup"), cwd=str(root),
+                       env=env, timeout=40)
+    assert run.returncode == 0
+    assert run.seconds < 2 + 1.5, run.seconds  # budget + interpreter and store overhead
+    text = run.context()
+    assert "embedding_path" in text and ("undecided" in text or "wedged" in text)
