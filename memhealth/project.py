@@ -32,14 +32,14 @@ class Project:
     @classmethod
     def find(cls, start: str | None) -> Project:
         """Nearest ancestor (inclusive) of `start` holding `.memhealth/`; ProjectNotFound else."""
-        here = os.path.abspath(start or os.getcwd())
+        here = origin = os.path.abspath(start or os.getcwd())
         while True:
             if os.path.isdir(os.path.join(here, STATE_DIR)):
                 return cls(here)
             parent = os.path.dirname(here)
             if parent == here:
                 raise ProjectNotFound(
-                    f"no {STATE_DIR}/ at or above {start or os.getcwd()}; run `memhealth init` there")
+                    f"no {STATE_DIR}/ at or above {origin}; run `memhealth init` there")
             here = parent
 
     def __repr__(self) -> str:
