@@ -11,6 +11,8 @@ path imports it for histogram buckets and label vocabularies.
 from __future__ import annotations
 
 HOOKS = ("session-start", "prompt", "pre-tool", "post-tool", "pre-compact", "stop", "session-end")
+# Heartbeat writers: the hooks, and the gate, which leaves its own heartbeat on every run.
+HEARTBEATS = HOOKS + ("gate",)
 HOOK_OUTCOMES = ("ok", "error", "killed")
 INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "injected",
                       "suppressed_ablation")
@@ -46,10 +48,10 @@ class Metric:
 METRICS: tuple[Metric, ...] = (
     Metric("memhealth_hook_invocations_total", "counter", "1",
            "Hook invocations by hook and outcome (killed = started, never completed).",
-           ("hook", "outcome"), label_values={"hook": HOOKS, "outcome": HOOK_OUTCOMES}),
+           ("hook", "outcome"), label_values={"hook": HEARTBEATS, "outcome": HOOK_OUTCOMES}),
     Metric("memhealth_hook_duration_seconds", "histogram", "s",
            "Wall time of completed hook invocations.", ("hook",), buckets=HOOK_DURATION_BUCKETS,
-           label_values={"hook": HOOKS}),
+           label_values={"hook": HEARTBEATS}),
     Metric("memhealth_hook_last_success_timestamp_seconds", "gauge", "s",
            "Unix time of the last successful invocation of each hook.", ("hook",)),
     Metric("memhealth_gate_check_status", "gauge", "1",
@@ -95,3 +97,43 @@ METRICS: tuple[Metric, ...] = (
 )
 
 CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}
+
+
+# -- Service-level objectives ------------------------------------------------------------------
+# Read by telemetry/generate.py, which derives the recording rules, the multiwindow burn-rate
+# alerts and the SLO dashboard panels from them (nothing else spells an objective).
+
+# Latency budget per hook, seconds. Each is a bound of HOOK_DURATION_BUCKETS, so "within
+# budget" is one bucket counter and the SLI stays a ratio of counters. Claude Code kills a hook
+# at its settings timeout (10 s, SessionEnd 5 s as `memhealth init` writes them); the budgets
+# sit inside that: the prompt and tool hooks delay every turn, session-start carries the gate
+# and a possible embedding warm-up, session-end an ingest capped at 3 s.
+HOOK_LATENCY_BUDGETS_S = {"session-start": 5.0, "prompt": 1.0, "pre-tool": 0.5, "post-tool": 0.5,
+                          "pre-compact": 2.5, "stop": 1.0, "session-end": 5.0}
+
+
+class SLO:
+    """One objective over catalog counters: `objective` is the good share over 30 days.
+
+        SLO("hook-success", 0.999, "hook invocations that complete ok")
+    """
+
+    __slots__ = ("name", "objective", "description")
+
+    def __init__(self, name: str, objective: float, description: str):
+        self.name = name
+        self.objective = objective
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"SLO({self.name!r}, {self.objective!r})"
+
+
+SLOS: tuple[SLO, ...] = (
+    # 99.9 %: the workbook's 5 % burst then pages within about 20 minutes (1 h at 14.4x).
+    SLO("hook-success", 0.999,
+        "Hook invocations that complete ok (error and killed count against the budget)."),
+    # 99 %: a shared laptop has slow moments that are not outages.
+    SLO("hook-latency", 0.99,
+        "Completed hook invocations within their hook's latency budget (HOOK_LATENCY_BUDGETS_S)."),
+)
