@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from memory_core.embed import (
 )
 from telemetry.record import Trace
 from tests.conftest import clean_env, run_cli
-from tests.ollama_standin import OllamaStandin, vector
+from tests.ollama_standin import OllamaStandin, closed_url, vector
 
 DIM = 8
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,14 +47,6 @@ def client_for(url: str, read_timeout_s: float = 2.0, **kw) -> OllamaClient:
     return OllamaClient(url, MODEL, DIM, keep_alive="4h", num_ctx=8192,
                         connect_timeout_s=0.5, read_timeout_s=read_timeout_s, **kw)
 
-
-def closed_url() -> str:
-    """A loopback port nothing listens on."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
 
 
 def test_healthy_server_returns_one_unit_vector_per_text_of_the_configured_width(ollama):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 
@@ -12,7 +11,7 @@ from memory_core import vectors
 from memory_core.db import connect, vec_unavailable_reason
 from memory_core.embed import forget_process_state
 from memory_core.ingest import run_ingest
-from tests.ollama_standin import OllamaStandin
+from tests.ollama_standin import OllamaStandin, closed_url
 
 DIM = 8
 pytestmark = pytest.mark.skipif(bool(vec_unavailable_reason()), reason=vec_unavailable_reason() or "")
@@ -63,16 +62,11 @@ def test_a_replaced_doc_takes_its_old_vectors_with_it(tmp_path):
     assert orphans.fetchone()[0] == 0
 
 
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
 
 def test_a_dead_embedding_server_never_fails_ingest_and_is_recorded_once(tmp_path):
     docs(tmp_path, 6)
     conn = connect(str(tmp_path / "memory.db"))
-    report = run_ingest(conn, str(tmp_path), config(closed_port_url(), batch_size=2))
+    report = run_ingest(conn, str(tmp_path), config(closed_url(), batch_size=2))
     assert report.errors == 0 and report.chunks_added == 6
     assert report.vectors_state == "degraded" and report.vectors_pending == 6
     assert report.vectors_detail.startswith("unreachable")

@@ -4,7 +4,6 @@ state, status and fix, within timeout + warm-up + 1 s."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
@@ -13,7 +12,7 @@ from memory_core import embed
 from probes.embedding import embedding_path
 from tests.conftest import clean_env, run_cli
 from tests.gate_helpers import evidence, make_project, open_store
-from tests.ollama_standin import OllamaStandin
+from tests.ollama_standin import OllamaStandin, closed_url
 
 TIMEOUT_S, WARMUP_S = 0.3, 1.2
 
@@ -37,11 +36,6 @@ def probe(proj, url: str, dim: int = 8, **emb):
     return result, time.monotonic() - t0
 
 
-def closed_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
 
 def test_a_healthy_server_is_green_ok_and_uses_the_real_request_options(proj):
     with OllamaStandin("healthy", dim=8) as ollama:
@@ -60,7 +54,7 @@ def test_a_cold_server_reports_green_with_the_warmup_noted(proj):
 
 
 def test_an_unreachable_server_is_red_fast_with_a_start_fix(proj):
-    r, elapsed = probe(proj, closed_port())
+    r, elapsed = probe(proj, closed_url())
     assert (r.status, r.state) == ("red", "unreachable") and "ollama serve" in r.fix
     assert elapsed < TIMEOUT_S + WARMUP_S + 1.0
 

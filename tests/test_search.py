@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from memory_core.search import RRF_K, search
 from memory_core.text import clean
 from telemetry.record import Trace
 from tests.conftest import clean_env, run_cli
-from tests.ollama_standin import OllamaStandin
+from tests.ollama_standin import OllamaStandin, closed_url
 
 DIM = 8
 MODEL = "nomic-embed-text"
@@ -81,13 +80,6 @@ def embed_all(conn, url: str) -> None:
 def degradations(conn) -> list[tuple]:
     return conn.execute("SELECT component, reason FROM degradations ORDER BY id").fetchall()
 
-
-def closed_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
 
 
 def test_unconfigured_embeddings_give_bm25_results_and_no_degradation_row(store):
