@@ -1,0 +1,225 @@
+"""End to end: real hooks write a real store, a real `memhealth serve` exposes it, a real
+Prometheus (Debian 2.42, loopback, private storage) scrapes it with alerts/memhealth.rules.yaml
+loaded, and every dashboard panel's PromQL is evaluated through the HTTP API."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, payload, require_binary, run_cli, run_hook
+from tests.test_serve import ServeProcess
+
+RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
+# Grafana variables as a panel would resolve them on a 1 s scrape interval
+GRAFANA_VARS = {"$__rate_interval": "30s", "$__range": "5m", "$__interval": "1s", "$instance": ".*"}
+# Panels that must show data after one short session (the rest may be legitimately empty:
+# no export ever ran, no retrieval histogram quantile over a zero rate, ...)
+KEY_PANELS = {
+    "heartbeat.json": {"Success ratio per hook (dashboard range)", "Success ratio per hook",
+                       "Invocations by outcome", "Last success age", "Killed hooks",
+                       "Hook success SLO: failure ratio vs objective"},
+    "latency.json": {"prompt: duration vs 1 s budget", "Retrievals per second",
+                     "Hook latency SLO: share of runs over budget"},
+    "injection.json": {"Injection cascade (funnel)", "Decisions by outcome",
+                       "Injected share of prompts (dashboard range)"},
+    "gate.json": {"Gate check status over time", "Embedding state timeline (cold vs dead)",
+                  "Gate runs by verdict", "Chunks and vector coverage", "Telemetry pipeline"},
+    "alert-budget.json": {"Pages left in this window", "Decisions in range",
+                          "Decisions by route"},
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get_json(url: str, timeout: float = 5.0) -> dict:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def wait_for(what: str, check, timeout: float = 20.0, interval: float = 0.25):
+    """Poll check() until it returns something truthy; fail saying what never happened."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except OSError as exc:  # not listening yet
+            last = exc
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+class Prometheus:
+    """`prometheus` on 127.0.0.1:<free port> scraping one target every second."""
+
+    def __init__(self, tmp_path, target: str):
+        binary = require_binary("prometheus")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
+                       "scrape_timeout": "900ms"},
+            "rule_files": [RULES],
+            "scrape_configs": [{"job_name": "memhealth",
+                                "static_configs": [{"targets": [target]}]}],
+        }
+        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.log = open(tmp_path / "prometheus.log", "wb")
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={tmp_path / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for("prometheus /-/ready", self._ready, timeout=20)
+
+    def _ready(self) -> bool:
+        if self.proc.poll() is not None:
+            pytest.fail(f"prometheus exited {self.proc.returncode}: {self.logs()}")
+        with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as resp:
+            return resp.status == 200
+
+    def logs(self) -> str:
+        self.log.flush()
+        with open(self.log.name, encoding="utf-8", errors="replace") as fh:
+            return fh.read()[-3000:]
+
+    def query(self, expr: str) -> dict:
+        """The /api/v1/query answer; an HTTP error still returns Prometheus' JSON body."""
+        url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            return get_json(url)
+        except urllib.error.HTTPError as err:
+            return json.loads(err.read())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log.close()
+
+
+def hook(project, event: str, **fields) -> None:
+    assert run_hook(event, payload(event, project, **fields), cwd=str(project)).returncode == 0
+
+
+def _panel_queries():
+    for name in sorted(os.listdir(os.path.join(REPO, "dashboards"))):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(REPO, "dashboards", name), encoding="utf-8") as fh:
+            dash = json.load(fh)
+        for panel in dash["panels"]:
+            for target in panel["targets"]:
+                expr = target["expr"]
+                for var, value in GRAFANA_VARS.items():
+                    expr = expr.replace(var, value)
+                yield name, panel["title"], target["refId"], expr
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """A session's worth of real hooks, a gate run and an alert decision in the store, then
+    serve and Prometheus scraping it; more hooks run while Prometheus watches, so rates move.
+    Module-scoped: both tests read the same running stack (it takes seconds to build)."""
+    tmp_path = tmp_path_factory.mktemp("e2e")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert run_cli("init", "--project", str(project)).returncode == 0
+    (project / "README.md").write_text("# sample\n\nThe ingest watermark scheduler decides.\n")
+    assert run_cli("ingest", "--project", str(project)).returncode in (0, 1)
+    hook(project, "session-start", source="startup")
+    hook(project, "prompt", prompt="thanks")
+    run_cli("gate", "--project", str(project))
+    app = ServeProcess(project, "--no-export")  # probes on: the scheduled gate runs at start
+    prom = None
+    try:
+        alert = {"receiver": "page", "status": "firing", "alerts": [{
+            "status": "firing", "fingerprint": "e2e1",
+            "labels": {"alertname": "MemhealthEmbeddingDown", "severity": "critical",
+                       "instance": "e2e"},
+            "annotations": {"runbook_url": "alerts/runbook.md#memhealthembeddingdown"}}]}
+        status, _ = app.post("/alerts", json.dumps(alert).encode())
+        assert status == 200
+        target = app.url.split("://", 1)[1].rstrip("/")
+        prom = Prometheus(tmp_path, target)
+        wait_for("a first scrape", lambda: prom.query("memhealth_hook_invocations_total")
+                 ["data"]["result"])
+        for prompt in ("investigate why the ingest watermark scheduler decides late", "ok",
+                       "should we build the scheduler again"):
+            hook(project, "prompt", prompt=prompt)
+        hook(project, "pre-tool", tool_name="Read", tool_input={"file_path": "README.md"},
+             tool_use_id="t1")
+        hook(project, "stop", stop_hook_active=False, last_assistant_message="done")
+        # rates need two samples that differ: wait until Prometheus has seen the new prompts
+        wait_for("the prompts to show as a rate", lambda: prom.query(
+            'sum(increase(memhealth_hook_invocations_total{hook="prompt"}[30s])) > 0')
+            ["data"]["result"])
+        # and until the rules evaluated over that data (they run a beat after the scrape)
+        for record in ("instance:memhealth_hook_failures_per_invocation:ratio_rate5m",
+                       "instance:memhealth_hook_over_budget_per_completion:ratio_rate1h"):
+            wait_for(f"{record} to be recorded", lambda r=record: prom.query(r)["data"]["result"])
+        yield app, prom
+    finally:
+        if prom is not None:
+            prom.stop()
+        app.kill()
+
+
+def test_every_dashboard_panel_query_evaluates_against_real_scraped_data(stack):
+    _, prom = stack
+    queries = list(_panel_queries())
+    assert len(queries) > 30
+    errors, empty_keys = [], []
+    for dashboard, title, ref, expr in queries:
+        answer = prom.query(expr)
+        if answer.get("status") != "success":
+            errors.append(f"{dashboard} / {title} {ref}: {answer.get('error')}")
+        elif not answer["data"]["result"] and title in KEY_PANELS.get(dashboard, ()):
+            empty_keys.append(f"{dashboard} / {title} {ref}: {expr}")
+    assert not errors, "\n".join(errors)
+    assert not empty_keys, "key panels returned nothing:\n" + "\n".join(empty_keys)
+    titles = {(d, t) for d, t, _, _ in queries}
+    for dashboard, wanted in KEY_PANELS.items():
+        assert {(dashboard, t) for t in wanted} <= titles, f"{dashboard}: a key panel was renamed"
+
+
+def test_rules_load_healthy_and_a_quiet_session_pages_nobody(stack):
+    _, prom = stack
+
+    def all_evaluated():
+        groups = get_json(prom.url + "/api/v1/rules")["data"]["groups"]
+        rules = [r for g in groups for r in g["rules"]]
+        return rules if rules and all(r["health"] == "ok" for r in rules) else None
+
+    rules = wait_for("every rule to evaluate healthy", all_evaluated, timeout=15)
+    with open(RULES, encoding="utf-8") as fh:
+        defined = [r for g in yaml.safe_load(fh)["groups"] for r in g["rules"]]
+    assert len(rules) == len(defined)
+    # recorded SLIs exist for the scraped project; the failure ratio is 0 (hooks succeeded)
+    ratio = prom.query("instance:memhealth_hook_failures_per_invocation:ratio_rate5m")
+    assert [float(s["value"][1]) for s in ratio["data"]["result"]] == [0.0]
+    firing = wait_for("the Watchdog to fire", lambda: [
+        a for a in get_json(prom.url + "/api/v1/alerts")["data"]["alerts"]
+        if a["labels"]["alertname"] == "MemhealthWatchdog" and a["state"] == "firing"])
+    assert firing
+    alerts = get_json(prom.url + "/api/v1/alerts")["data"]["alerts"]
+    assert not [a for a in alerts if a["labels"].get("severity") in ("critical", "warning")], alerts
