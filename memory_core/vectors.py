@@ -1,19 +1,37 @@
-"""The vector table: `chunks_vec`, a sqlite-vec vec0 table whose rowid is `chunks.id`.
+"""Vectors: exact float32 vectors in `chunk_vectors`, a binary-quantized sqlite-vec index in
+`chunks_vec`; KNN is a coarse Hamming scan of the index, then exact cosine rescoring.
 
     if ensure_vec_table(conn, dim=768):          # False: sqlite-vec cannot load here
         stored, refused = store(conn, [(chunk_id, vector), ...])
         knn(conn, query_vector, k=30)            # [(chunk_id, cosine distance), ...]
         coverage(conn)                           # (chunks with a vector, chunks)
 
-The table is created here, not in a migration: its width comes from config and the
+Layout (both tables keyed by `chunks.id`, written and deleted in one transaction):
+- `chunk_vectors(chunk_id INTEGER PRIMARY KEY, embedding BLOB)`: float32 little-endian, the
+  format sqlite-vec's scalar functions read. A point lookup here is a B-tree seek; in a vec0
+  table it costs ~0.22 ms, too slow to rescore a few hundred candidates.
+- `chunks_vec`, vec0 `(part integer partition key, embedding bit[dim])`: one sign bit per
+  dimension, sharded `chunk_id % 8`. vec0's top-k costs grow with k times the rows scanned
+  (k=240 over 100k: 28 ms), so eight per-shard scans with k/8 each (~6 ms) replace one.
+
+knn: below EXACT_BELOW vectors, an exact scan of `chunk_vectors` (`vec_distance_cosine`,
+~1.2 µs per 384-dim vector). Above, each shard's nearest by Hamming distance, max(k*8, 128)
+candidates in all, reranked by exact cosine distance: the distances returned are exact.
+
+The tables are created here, not in a migration: the width comes from config and the
 extension may be missing. The width is recorded in meta `vec_dim`; a table of another
 width is never silently recreated (that would drop every vector): DimensionMismatch says
 to run `memhealth embed --rebuild`.
 
+Older stores have only `chunks_vec` as vec0 `float[dim]` ("legacy"). Such a store keeps
+answering (exact vec0 KNN), and `ensure_vec_table` upgrades it in one transaction, without
+re-embedding, on the first ingest that embeds or `memhealth embed`. A width that is not a
+multiple of 8 cannot be bit-quantized by sqlite-vec and keeps the legacy layout.
+
 Deleting chunks: no trigger removes their vectors, because a trigger touching a vec0 table
 would make every chunk delete fail in a process that cannot load sqlite-vec. Ingest calls
 `delete_for_chunks(conn, ids)` in the same transaction as the chunk delete; `prune_orphans`
-(run by `memhealth embed`) removes any vector whose chunk is gone.
+(run by `memhealth embed`) removes any vector whose chunk is gone, from both tables.
 
 Everything degrades to False / empty / (0, total) when `db.load_vec(conn)` is False.
 """
@@ -27,13 +45,21 @@ import time
 from collections.abc import Callable, Iterable
 
 from memory_core import db
-from memory_core.db import write
+from memory_core.db import sqlite3, write
 from memory_core.errors import DimensionMismatch, MemoryCoreError
 
-TABLE = "chunks_vec"
+TABLE = "chunks_vec"          # vec0: the bit index (legacy stores: the float vectors)
+EXACT_TABLE = "chunk_vectors"  # plain table: the float32 vectors knn rescores with
 REBUILD_FIX = "run `memhealth embed --rebuild` to re-embed every chunk at the new width"
 EMBED_TEXT_CHARS = 24000  # the client's first overflow head: longer text would be cut anyway
-_WIDTH = re.compile(r"float\[(\d+)\]", re.IGNORECASE)
+SHARDS = 8           # measured at 100k x 384: 8 shards x k=30 take 5.7 ms, 1 x k=240 takes 28 ms
+OVERSAMPLE = 8       # coarse candidates per wanted neighbour
+MIN_CANDIDATES = 128
+EXACT_BELOW = 4096   # vectors; exact answers while the scan is cheap (~5 ms at 384 dims)
+_VEC0_MAX_K = 4096   # vec0 refuses a larger k
+_WIDTH = re.compile(r"\b(float|bit)\[(\d+)\]", re.IGNORECASE)
+_EXACT_DDL = (f"CREATE TABLE IF NOT EXISTS {EXACT_TABLE} "
+              "(chunk_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
 
 
 def pack(vector: list[float]) -> bytes:
@@ -60,70 +86,163 @@ class _Joined:
         return False
 
 
+class _Snapshot:
+    """One read transaction around a multi-statement read, so an upgrade committed by
+    another process between our layout check and the KNN cannot split them."""
+
+    __slots__ = ("conn", "opened")
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.opened = False
+
+    def __enter__(self):
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN")
+            self.opened = True
+
+    def __exit__(self, *exc):
+        if self.opened:
+            self.conn.execute("COMMIT")  # read-only: commit and rollback are the same
+        return False
+
+
 def vec_ready(conn) -> bool:
     """Whether sqlite-vec is loaded into `conn` (loading it if needed)."""
     return db.load_vec(conn)
 
 
-def table_dim(conn) -> int | None:
-    """The width of the existing `chunks_vec` table, or None when there is none."""
+def _table_sql(conn) -> str | None:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (TABLE,)).fetchone()
-    if row is None:
+    return None if row is None else (row[0] or "")
+
+
+def layout(conn) -> str | None:
+    """The store's vector layout: "binary" (bit index + exact table), "legacy" (one vec0
+    float table, as stores written before the index have), or None (no vector table)."""
+    sql = _table_sql(conn)
+    if sql is None:
         return None
-    match = _WIDTH.search(row[0] or "")
+    match = _WIDTH.search(sql)
+    return "binary" if match and match.group(1).lower() == "bit" else "legacy"
+
+
+def table_dim(conn) -> int | None:
+    """The width of the existing vector tables, or None when there are none."""
+    sql = _table_sql(conn)
+    if sql is None:
+        return None
+    match = _WIDTH.search(sql)
     if match:
-        return int(match.group(1))
+        return int(match.group(2))
     meta = conn.execute("SELECT value FROM meta WHERE key = 'vec_dim'").fetchone()
     return int(meta[0]) if meta else None
 
 
 def has_table(conn) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)).fetchone() is not None
+    """Whether a vector table exists (readable here or not)."""
+    return _table_sql(conn) is not None
+
+
+def _has_exact_table(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                        (EXACT_TABLE,)).fetchone() is not None
+
+
+def _mismatch(existing: int, dim: int) -> DimensionMismatch:
+    err = DimensionMismatch(
+        f"the vector table holds {existing}-dim vectors but [embedding].dim is {dim}; "
+        f"{REBUILD_FIX}")
+    err.fix = "memhealth embed --rebuild"
+    err.stored_dim, err.config_dim = existing, dim
+    return err
+
+
+def _settled(conn, dim: int) -> bool:
+    """Whether the tables at width `dim` are already in the layout `_create` would make."""
+    kind = layout(conn)
+    if kind == "binary":
+        return _has_exact_table(conn)
+    return kind == "legacy" and dim % 8 != 0
 
 
 def ensure_vec_table(conn, dim: int) -> bool:
-    """Create `chunks_vec` at width `dim` if missing; False when sqlite-vec cannot load.
+    """Create the vector tables at width `dim` if missing, upgrading a legacy store in place;
+    False when sqlite-vec cannot load.
 
-    Raises DimensionMismatch (with `.fix`) when the table exists at another width."""
+    Raises DimensionMismatch (with `.fix`) when the tables exist at another width."""
     if not vec_ready(conn):
         return False
     existing = table_dim(conn)
-    if existing == dim:
+    if existing is not None and existing != dim:
+        raise _mismatch(existing, dim)
+    if existing == dim and _settled(conn, dim):
         return True
-    if existing is not None:
-        err = DimensionMismatch(
-            f"the vector table holds {existing}-dim vectors but [embedding].dim is {dim}; "
-            f"{REBUILD_FIX}")
-        err.fix = "memhealth embed --rebuild"
-        err.stored_dim, err.config_dim = existing, dim
-        raise err
     with _tx(conn):
-        if table_dim(conn) is None:  # another process may have created it meanwhile
+        # re-read under the write lock: another process may have created or upgraded them
+        existing = table_dim(conn)
+        if existing is None:
             _create(conn, dim)
+        elif existing != dim:
+            raise _mismatch(existing, dim)
+        elif layout(conn) == "legacy":
+            if dim % 8 == 0:
+                _upgrade(conn, dim)
+        else:
+            conn.execute(_EXACT_DDL)  # an index without its exact table: backfill refills it
     return True
 
 
 def _create(conn, dim: int) -> None:
-    # cosine: Ollama's vectors are unit length already, but a model that does not
-    # normalise still ranks correctly.
-    conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(embedding float[{int(dim)}] "
-                 f"distance_metric=cosine)")
+    dim = int(dim)
+    if dim % 8:
+        # sqlite-vec bit vectors need a multiple of 8 dimensions (every common embedding
+        # width is one); anything else keeps the exact vec0 table.
+        # cosine: Ollama's vectors are unit length already, but a model that does not
+        # normalise still ranks correctly.
+        conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(embedding float[{dim}] "
+                     f"distance_metric=cosine)")
+    else:
+        conn.execute(_EXACT_DDL)
+        conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
+                     f"embedding bit[{dim}])")
     conn.execute("INSERT INTO meta(key, value) VALUES ('vec_dim', ?) "
-                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(int(dim)),))
+                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(dim),))
+
+
+def _upgrade(conn, dim: int) -> None:
+    """Legacy -> binary, inside the caller's write transaction: copy the float vectors of
+    live chunks out of the vec0 table, recreate it as the bit index, and fill that."""
+    # Staged through a TEMP table: writing to the main file while vec0's scan is open
+    # resets the scan's overflow-page cache, so each 1.5 KB read walks its chunk's page
+    # chain from the start (100k vectors: 14 s direct, 2.7 s staged, measured).
+    conn.execute("DROP TABLE IF EXISTS temp.vec_upgrade")
+    conn.execute("CREATE TEMP TABLE vec_upgrade(chunk_id INTEGER PRIMARY KEY, embedding BLOB)")
+    conn.execute(f"INSERT INTO temp.vec_upgrade SELECT rowid, embedding FROM main.{TABLE}")
+    conn.execute(_EXACT_DDL)
+    conn.execute(f"INSERT OR REPLACE INTO {EXACT_TABLE}(chunk_id, embedding) SELECT chunk_id, "
+                 f"embedding FROM temp.vec_upgrade WHERE chunk_id IN (SELECT id FROM chunks)")
+    conn.execute("DROP TABLE temp.vec_upgrade")
+    conn.execute(f"DROP TABLE {TABLE}")
+    conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
+                 f"embedding bit[{int(dim)}])")
+    conn.execute(f"INSERT INTO {TABLE}(rowid, part, embedding) SELECT chunk_id, "
+                 f"chunk_id % {SHARDS}, vec_quantize_binary(embedding) FROM {EXACT_TABLE}")
 
 
 def rebuild(conn, dim: int) -> bool:
-    """Drop every vector and recreate `chunks_vec` at width `dim` (`memhealth embed --rebuild`)."""
+    """Drop every vector and recreate the tables at width `dim` (`memhealth embed --rebuild`)."""
     if not vec_ready(conn):
         return False
     with _tx(conn):
         conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        conn.execute(f"DROP TABLE IF EXISTS {EXACT_TABLE}")
         _create(conn, dim)
     return True
 
 
 def _ready(conn) -> int | None:
-    """The table's width when vectors can be read and written here, else None."""
+    """The tables' width when vectors can be read and written here, else None."""
     if not vec_ready(conn):
         return None
     return table_dim(conn)
@@ -140,29 +259,83 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
         return 0, 0
     stored = refused = 0
     with _tx(conn):
+        legacy = layout(conn) == "legacy"
         for chunk_id, vector in pairs:
             if len(vector) != dim or not all(math.isfinite(x) for x in vector):
                 refused += 1
                 continue
-            # vec0 has no upsert: replace by delete + insert
-            conn.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (chunk_id,))
-            cur = conn.execute(
-                f"INSERT INTO {TABLE}(rowid, embedding) SELECT ?, ? "
-                f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
-                (chunk_id, pack(vector), chunk_id))
+            blob = pack(vector)
+            if legacy:
+                # vec0 has no upsert: replace by delete + insert
+                conn.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (chunk_id,))
+                cur = conn.execute(
+                    f"INSERT INTO {TABLE}(rowid, embedding) SELECT ?, ? "
+                    f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
+                    (chunk_id, blob, chunk_id))
+            else:
+                cur = conn.execute(
+                    f"INSERT OR REPLACE INTO {EXACT_TABLE}(chunk_id, embedding) SELECT ?, ? "
+                    f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
+                    (chunk_id, blob, chunk_id))
+                if cur.rowcount > 0:
+                    conn.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (chunk_id,))
+                    conn.execute(f"INSERT INTO {TABLE}(rowid, part, embedding) "
+                                 f"VALUES (?, ?, vec_quantize_binary(?))",
+                                 (chunk_id, chunk_id % SHARDS, blob))
             stored += max(cur.rowcount, 0)
     return stored, refused
 
 
-def knn(conn, vector: list[float], k: int) -> list[tuple[int, float]]:
+def vector_count(conn) -> int | None:
+    """Vectors in the index, from vec0's rowid shadow table (a count over the exact table
+    would read every 1.5 KB row: ~40 ms at 100k); None when that table is not there."""
+    try:
+        return conn.execute(f"SELECT count(*) FROM {TABLE}_rowids").fetchone()[0]
+    except sqlite3.Error:
+        return None
+
+
+_LEGACY_KNN = (f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? "
+               f"ORDER BY distance")
+_EXACT_KNN = (f"SELECT chunk_id, vec_distance_cosine(embedding, ?) AS d FROM {EXACT_TABLE} "
+              f"ORDER BY d, chunk_id LIMIT ?")
+# ?1 query vector, ?2 candidates per shard, ?3 k. The IN list drives rowid seeks into the
+# exact table, so only the candidates' float vectors are read.
+_FAST_KNN = (f"SELECT chunk_id, vec_distance_cosine(embedding, ?1) AS d FROM {EXACT_TABLE} "
+             f"WHERE chunk_id IN ("
+             + " UNION ALL ".join(f"SELECT rowid FROM {TABLE} WHERE embedding MATCH "
+                                  f"vec_quantize_binary(?1) AND k = ?2 AND part = {p}"
+                                  for p in range(SHARDS))
+             + ") ORDER BY d, chunk_id LIMIT ?3")
+
+
+def candidates_per_shard(k: int) -> int:
+    """How many Hamming-nearest vectors the fast path takes from each shard for `k`."""
+    return -(-max(k * OVERSAMPLE, MIN_CANDIDATES) // SHARDS)
+
+
+def knn(conn, vector: list[float], k: int, *, exact: bool | None = None) -> list[tuple[int, float]]:
     """The `k` nearest chunks as (chunk_id, cosine distance), nearest first; [] when the
-    table is missing, sqlite-vec cannot load, or the vector has the wrong width."""
+    table is missing, sqlite-vec cannot load, or the vector has the wrong width.
+
+    `exact=None` picks the exact scan below EXACT_BELOW vectors and the quantized path
+    above; True or False forces one (tests, benchmarks). A legacy store is always exact."""
     dim = _ready(conn)
     if dim is None or len(vector) != dim or k <= 0:
         return []
-    rows = conn.execute(
-        f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-        (pack(vector), int(k))).fetchall()
+    blob, k = pack(vector), int(k)
+    with _Snapshot(conn):
+        if layout(conn) == "legacy":
+            rows = conn.execute(_LEGACY_KNN, (blob, k)).fetchall()
+        else:
+            per_shard = candidates_per_shard(k)
+            if exact is None:
+                count = vector_count(conn)
+                exact = count is not None and count < EXACT_BELOW
+            if exact or per_shard > _VEC0_MAX_K:
+                rows = conn.execute(_EXACT_KNN, (blob, k)).fetchall()
+            else:
+                rows = conn.execute(_FAST_KNN, (blob, per_shard, k)).fetchall()
     return [(int(r), float(d)) for r, d in rows]
 
 
@@ -171,8 +344,10 @@ def coverage(conn) -> tuple[int, int]:
     total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     if _ready(conn) is None:
         return 0, total
+    source = (f"SELECT rowid FROM {TABLE}" if layout(conn) == "legacy"
+              else f"SELECT chunk_id FROM {EXACT_TABLE}")
     with_vector = conn.execute(
-        f"SELECT count(*) FROM chunks WHERE id IN (SELECT rowid FROM {TABLE})").fetchone()[0]
+        f"SELECT count(*) FROM chunks WHERE id IN ({source})").fetchone()[0]
     return with_vector, total
 
 
@@ -184,33 +359,53 @@ def missing(conn, limit: int, after: int = 0) -> list[int]:
             return [r[0] for r in conn.execute(
                 "SELECT id FROM chunks WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
         return []  # a table we cannot read: nothing can be backfilled here
+    if layout(conn) == "legacy":
+        return [r[0] for r in conn.execute(
+            f"SELECT id FROM chunks WHERE id > ? AND id NOT IN (SELECT rowid FROM {TABLE}) "
+            f"ORDER BY id LIMIT ?", (after, limit))]
+    # NOT EXISTS seeks per chunk and stops at `limit`; NOT IN would read every vector first
     return [r[0] for r in conn.execute(
-        f"SELECT id FROM chunks WHERE id > ? AND id NOT IN (SELECT rowid FROM {TABLE}) "
-        f"ORDER BY id LIMIT ?", (after, limit))]
+        f"SELECT id FROM chunks WHERE id > ? AND NOT EXISTS "
+        f"(SELECT 1 FROM {EXACT_TABLE} WHERE chunk_id = chunks.id) ORDER BY id LIMIT ?",
+        (after, limit))]
 
 
 def delete_for_chunks(conn, ids: Iterable[int]) -> int:
-    """Delete the vectors of these chunk ids; call it in the transaction that deletes the
-    chunks. Returns how many were deleted (0 when sqlite-vec cannot load)."""
+    """Delete the vectors of these chunk ids from every vector table; call it in the
+    transaction that deletes the chunks. Returns how many chunks lost a vector (0 when
+    sqlite-vec cannot load)."""
     ids = list(ids)
     if not ids or _ready(conn) is None:
         return 0
     deleted = 0
     with _tx(conn):
+        tables = [(TABLE, "rowid")]
+        if layout(conn) == "binary":
+            tables.append((EXACT_TABLE, "chunk_id"))
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            cur = conn.execute(f"DELETE FROM {TABLE} WHERE rowid IN ({','.join('?' * len(part))})", part)
-            deleted += max(cur.rowcount, 0)
+            marks = ",".join("?" * len(part))
+            counts = [max(conn.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})",
+                                       part).rowcount, 0) for table, key in tables]
+            deleted += max(counts)
     return deleted
 
 
 def prune_orphans(conn) -> int:
-    """Delete vectors whose chunk is gone (deleted by a process without sqlite-vec)."""
+    """Delete vectors whose chunk is gone (deleted by a process without sqlite-vec), and
+    index entries without an exact vector; returns how many ids were cleaned."""
     if _ready(conn) is None:
         return 0
-    orphans = [r[0] for r in conn.execute(
-        f"SELECT rowid FROM {TABLE} WHERE rowid NOT IN (SELECT id FROM chunks)")]
-    return delete_for_chunks(conn, orphans)
+    if layout(conn) == "legacy":
+        orphans = [r[0] for r in conn.execute(
+            f"SELECT rowid FROM {TABLE} WHERE rowid NOT IN (SELECT id FROM chunks)")]
+        return delete_for_chunks(conn, orphans)
+    orphans = {r[0] for r in conn.execute(
+        f"SELECT chunk_id FROM {EXACT_TABLE} WHERE chunk_id NOT IN (SELECT id FROM chunks)")}
+    orphans.update(r[0] for r in conn.execute(
+        f"SELECT rowid FROM {TABLE} WHERE rowid NOT IN (SELECT chunk_id FROM {EXACT_TABLE})"))
+    delete_for_chunks(conn, sorted(orphans))
+    return len(orphans)
 
 
 class Backfill:

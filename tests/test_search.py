@@ -268,3 +268,56 @@ def test_the_search_command_says_when_it_fell_back_to_bm25(project):
     assert proc.returncode == 0, proc.stderr
     assert "docs/wal.md" in proc.stdout
     assert "BM25 only (unreachable)" in proc.stderr
+
+
+def test_the_vector_leg_on_the_quantized_path_keeps_95_percent_of_the_exact_ten(tmp_path, monkeypatch):
+    from tests.test_vectors import QDIM, clustered
+
+    corpus, queries = clustered(4000, 20)
+    conn = db.connect(tmp_path / "memory.db")
+    assert vectors.ensure_vec_table(conn, QDIM)
+    with db.write(conn):
+        ids = [add_chunk(conn, "docs", f"d{i}.md", "", f"chunk {i}") for i in range(len(corpus))]
+        vectors.store(conn, list(zip(ids, corpus, strict=True)))
+    monkeypatch.setattr(vectors, "EXACT_BELOW", 1000)  # 4000 vectors: the quantized path
+    found = 0
+    for q in queries:
+        result = search(conn, "", config(), k=10, query_vector=q, use_bm25=False)
+        assert result.legs_answered == ["vector"]
+        found += len({h.chunk_id for h in result.hits}
+                     & {cid for cid, _ in vectors.knn(conn, q, 10, exact=True)})
+    assert found / (10 * len(queries)) >= 0.95
+    conn.close()
+
+
+def test_an_old_layout_store_answers_and_memhealth_embed_upgrades_it_without_reembedding(project, ollama):
+    path = project / ".memhealth" / "memory.db"
+    conn = db.connect(path)
+    if not vectors.vec_ready(conn):
+        pytest.skip("sqlite-vec cannot load in this interpreter")
+    ids = [add_chunk(conn, *row) for row in CORPUS]
+    # what memhealth wrote before the quantized index: one vec0 float table, nothing else
+    conn.execute(f"CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[{DIM}] distance_metric=cosine)")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('vec_dim', ?)", (str(DIM),))
+    texts = [vectors.embed_text(row[2], row[3]) for row in CORPUS]
+    for cid, vec in zip(ids, OllamaClient(ollama.url, MODEL, DIM).embed(texts), strict=True):
+        conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, ?)", (cid, vectors.pack(vec)))
+    query = vectors.embed_text("Ollama", CORPUS[1][3])
+    before = search(conn, query, config(ollama.url), k=3)
+    assert before.legs_answered == ["bm25", "vector"] and before.degraded is None
+    assert before.hits[0].path == "memory/ollama.md" and set(before.hits[0].legs) == {"bm25", "vector"}
+    conn.close()
+    embeds = len(ollama.bodies("/api/embed"))
+
+    env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM=DIM)
+    proc = run_cli("embed", "--project", str(project), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "embedded 0 chunk(s)" in proc.stdout and f"vectors: {len(CORPUS)}/{len(CORPUS)}" in proc.stdout
+    assert len(ollama.bodies("/api/embed")) == embeds  # upgraded from the stored vectors
+
+    conn = db.connect(path)
+    assert vectors.layout(conn) == "binary"
+    after = search(conn, query, config(ollama.url), k=3)
+    assert [(h.chunk_id, h.legs) for h in after.hits] == [(h.chunk_id, h.legs) for h in before.hits]
+    assert [h.distance for h in after.hits] == pytest.approx([h.distance for h in before.hits], abs=1e-6)
+    conn.close()

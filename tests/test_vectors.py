@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import random
 import sqlite3 as stdlib_sqlite3
 import time
 
@@ -153,3 +155,176 @@ def test_everything_degrades_when_sqlite_vec_cannot_load(tmp_path, conn):
         assert vectors.delete_for_chunks(plain, [cid]) == 0
     finally:
         plain.close()
+
+
+# -- the quantized layout: exact table + binary index ------------------------------------------
+
+QDIM = 128  # bit quantization keeps less at low widths (64 dims: recall 0.88 here); models use 384+
+
+
+def unit(values: list[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+def clustered(n: int, queries: int, dim: int = QDIM, seed: int = 3) -> tuple[list, list]:
+    """Deterministic clustered unit vectors: a shared mean (embeddings are anisotropic), 8
+    topics x 4 leaves, and per-vector noise of random weight. About 125 vectors share a
+    leaf, so the 10 nearest are told apart by noise alone: Hamming order by itself finds
+    under a third of them (uniform random vectors would be harder than any real model's
+    output, a single tight cluster trivially easy)."""
+    rnd = random.Random(seed)
+
+    def direction() -> list[float]:
+        return unit([rnd.gauss(0, 1) for _ in range(dim)])
+
+    mean = direction()
+    topics = [direction() for _ in range(8)]
+    leaves = [[direction() for _ in range(4)] for _ in range(8)]
+
+    def point() -> list[float]:
+        t, s, w = rnd.randrange(8), rnd.randrange(4), rnd.uniform(0.6, 1.0)
+        return unit([m + a + 0.7 * b + w * c
+                     for m, a, b, c in zip(mean, topics[t], leaves[t][s], direction(), strict=True)])
+
+    return [point() for _ in range(n)], [point() for _ in range(queries)]
+
+
+def fill(conn, corpus: list[list[float]]) -> list[int]:
+    with db.write(conn):
+        ids = [add_chunk(conn, f"v{i}") for i in range(len(corpus))]
+        assert vectors.store(conn, list(zip(ids, corpus, strict=True))) == (len(corpus), 0)
+    return ids
+
+
+def ids_in(conn, sql: str) -> set[int]:
+    return {r[0] for r in conn.execute(sql)}
+
+
+def create_legacy(conn, dim: int) -> None:
+    """The layout stores written before the quantized index have: one vec0 float table."""
+    conn.execute(f"CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[{dim}] "
+                 f"distance_metric=cosine)")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('vec_dim', ?)", (str(dim),))
+
+
+def test_the_quantized_path_finds_95_percent_of_the_exact_ten_nearest_on_clustered_vectors(conn):
+    corpus, queries = clustered(4000, 40)
+    vectors.ensure_vec_table(conn, QDIM)
+    fill(conn, corpus)
+    assert vectors.layout(conn) == "binary" and vectors.vector_count(conn) == 4000
+    fast_found = hamming_found = 0
+    for q in queries:
+        exact = vectors.knn(conn, q, 10, exact=True)
+        fast = vectors.knn(conn, q, 10, exact=False)
+        hamming = ids_in(conn, "SELECT rowid FROM chunks_vec WHERE embedding MATCH "
+                               f"vec_quantize_binary(x'{vectors.pack(q).hex()}') AND k = 10")
+        truth = {cid for cid, _ in exact}
+        fast_found += len(truth & {cid for cid, _ in fast})
+        hamming_found += len(truth & hamming)
+        # rescoring reads the exact vectors: a chunk both paths return has the same distance
+        exact_d = dict(exact)
+        assert all(d == pytest.approx(exact_d[cid], abs=1e-6) for cid, d in fast if cid in exact_d)
+        assert [d for _, d in fast] == sorted(d for _, d in fast)
+    assert vectors.candidates_per_shard(10) * vectors.SHARDS < 4000 / 20  # a real subset
+    assert fast_found / 400 >= 0.95
+    assert hamming_found / 400 < 0.5  # not trivially easy: the rescoring does the work
+
+
+def test_knn_scans_exactly_below_the_threshold_and_quantizes_above(conn, monkeypatch):
+    corpus, queries = clustered(4000, 40)
+    vectors.ensure_vec_table(conn, QDIM)
+    fill(conn, corpus)
+    differ = next(q for q in queries
+                  if vectors.knn(conn, q, 10, exact=True) != vectors.knn(conn, q, 10, exact=False))
+    monkeypatch.setattr(vectors, "EXACT_BELOW", 4001)
+    assert vectors.knn(conn, differ, 10) == vectors.knn(conn, differ, 10, exact=True)
+    monkeypatch.setattr(vectors, "EXACT_BELOW", 4000)
+    assert vectors.knn(conn, differ, 10) == vectors.knn(conn, differ, 10, exact=False)
+
+
+def test_the_dimension_guard_covers_the_exact_table_and_the_index(conn):
+    vectors.ensure_vec_table(conn, DIM)
+    ids = [add_chunk(conn, f"chunk {i}") for i in range(4)]
+    assert vectors.store(conn, [(ids[0], vector("a", DIM)), (ids[1], vector("b", DIM + 8)),
+                                (ids[2], [float("inf")] * DIM), (ids[3], [])]) == (1, 3)
+    assert conn.execute("SELECT DISTINCT length(embedding), vec_length(embedding) "
+                        "FROM chunk_vectors").fetchall() == [(4 * DIM, DIM)]
+    assert ids_in(conn, "SELECT vec_length(embedding) FROM chunks_vec") == {DIM}
+    assert ids_in(conn, "SELECT rowid FROM chunks_vec") == ids_in(conn, "SELECT chunk_id FROM chunk_vectors")
+    for exact in (True, False, None):
+        assert vectors.knn(conn, vector("a", DIM + 8), 3, exact=exact) == []
+        assert vectors.knn(conn, vector("a", DIM), 3, exact=exact)[0][0] == ids[0]
+    with pytest.raises(DimensionMismatch, match="memhealth embed --rebuild"):
+        vectors.ensure_vec_table(conn, DIM + 8)
+
+
+def test_deletes_and_pruning_leave_no_orphans_in_any_vector_table(conn):
+    vectors.ensure_vec_table(conn, DIM)
+    ids = [add_chunk(conn, f"c{i}") for i in range(12)]
+    vectors.store(conn, [(i, vector(str(i), DIM)) for i in ids])
+    with db.write(conn):
+        conn.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * 4)})", ids[:4])
+        assert vectors.delete_for_chunks(conn, ids[:4]) == 4
+    conn.execute("DELETE FROM chunks WHERE id IN (?, ?)", ids[4:6])  # a process without sqlite-vec
+    conn.execute("DELETE FROM chunk_vectors WHERE chunk_id = ?", (ids[6],))  # an index entry alone
+    assert vectors.prune_orphans(conn) == 3
+    live = set(ids[6:])
+    assert ids_in(conn, "SELECT id FROM chunks") == live
+    assert ids_in(conn, "SELECT chunk_id FROM chunk_vectors") == live - {ids[6]}
+    assert ids_in(conn, "SELECT rowid FROM chunks_vec") == live - {ids[6]}
+    assert ids_in(conn, "SELECT rowid FROM chunks_vec_rowids") == live - {ids[6]}
+    assert vectors.coverage(conn) == (5, 6) and vectors.missing(conn, 10) == [ids[6]]
+    assert vectors.prune_orphans(conn) == 0
+
+
+def test_rebuild_drops_the_exact_vectors_too(conn):
+    vectors.ensure_vec_table(conn, DIM)
+    cid = add_chunk(conn, "c")
+    vectors.store(conn, [(cid, vector("c", DIM))])
+    assert vectors.rebuild(conn, 16)
+    assert conn.execute("SELECT count(*) FROM chunk_vectors").fetchone() == (0,)
+    assert vectors.layout(conn) == "binary" and vectors.table_dim(conn) == 16
+
+
+def test_an_old_float_only_store_keeps_answering_and_is_upgraded_in_place(conn):
+    create_legacy(conn, DIM)
+    ids = [add_chunk(conn, f"old {i}") for i in range(30)]
+    assert vectors.store(conn, [(i, vector(f"old {i}", DIM)) for i in ids[:25]]) == (25, 0)
+    conn.execute("DELETE FROM chunks WHERE id = ?", (ids[0],))  # leaves an orphan vector
+    query = vector(f"old {ids[3]}", DIM)
+    before = vectors.knn(conn, query, 5)
+    assert vectors.layout(conn) == "legacy" and before[0][0] == ids[3]
+    assert vectors.coverage(conn) == (24, 29) and vectors.missing(conn, 2) == ids[25:27]
+    blobs = dict(conn.execute("SELECT rowid, embedding FROM chunks_vec WHERE rowid != ?", (ids[0],)))
+
+    assert vectors.ensure_vec_table(conn, DIM)  # what ingest and `memhealth embed` call first
+    assert vectors.layout(conn) == "binary"
+    assert "bit[8]" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()[0]
+    assert dict(conn.execute("SELECT chunk_id, embedding FROM chunk_vectors")) == blobs
+    assert ids_in(conn, "SELECT rowid FROM chunks_vec") == set(blobs)  # the orphan is gone
+    after = vectors.knn(conn, query, 5)
+    assert [c for c, _ in after] == [c for c, _ in before]
+    assert [d for _, d in after] == pytest.approx([d for _, d in before], abs=1e-6)
+    assert vectors.knn(conn, query, 5, exact=False) == after
+    assert vectors.coverage(conn) == (24, 29) and vectors.missing(conn, 2) == ids[25:27]
+    assert vectors.store(conn, [(ids[25], vector("new", DIM))]) == (1, 0)
+    assert vectors.coverage(conn) == (25, 29)
+
+
+def test_an_old_store_at_another_width_is_refused_not_upgraded(conn):
+    create_legacy(conn, DIM)
+    cid = add_chunk(conn, "kept")
+    vectors.store(conn, [(cid, vector("kept", DIM))])
+    with pytest.raises(DimensionMismatch, match="memhealth embed --rebuild"):
+        vectors.ensure_vec_table(conn, 16)
+    assert vectors.layout(conn) == "legacy" and vectors.coverage(conn) == (1, 1)
+
+
+def test_a_width_that_is_not_a_multiple_of_8_keeps_the_exact_float_table(conn):
+    assert vectors.ensure_vec_table(conn, 12)
+    assert vectors.ensure_vec_table(conn, 12)
+    assert vectors.layout(conn) == "legacy" and vectors.table_dim(conn) == 12
+    ids = [add_chunk(conn, f"t{i}") for i in range(6)]
+    assert vectors.store(conn, [(i, vector(f"t{i}", 12)) for i in ids]) == (6, 0)
+    assert vectors.knn(conn, vector(f"t{ids[2]}", 12), 2, exact=False)[0][0] == ids[2]
