@@ -15,6 +15,7 @@ Not on the hook path: pyyaml is imported here only.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -345,21 +346,21 @@ RUNBOOK: dict[str, dict[str, str]] = {
         "check": "```sh\nmemhealth gate                 # hook_heartbeats names the hook and its last failure\n"
                  "memhealth report --days 1      # failures by hook and failure family, killed hooks\n"
                  "curl -s 127.0.0.1:9464/metrics | grep 'memhealth_hook_invocations_total{.*outcome=\"\\(error\\|killed\\)\"'\n```\n"
-                 "A locked store shows as `busy`/`locked` families; rows that could not be written "
-                 "wait in `.memhealth/spill.ndjson`.",
+                 "A locked or corrupt store shows as the `db_locked` / `db_corrupt` families; rows "
+                 "that could not be written wait in `.memhealth/spill.ndjson`.",
         "fix": "Fix the failure family `memhealth report` names: a corrupt or locked store "
                "(`memhealth gate` says which, `index_integrity`), a dead embedding server "
                "(see MemhealthEmbeddingDown), or a timeout too small for the hook "
                "(`memhealth init` rewrites the hook entries with `[hooks].timeout_s`).",
     },
     "MemhealthHookLatencyBudgetBurn": {
-        "means": "Completed hooks exceed their latency budget "
+        "means": "Completed hooks exceed their latency budget ("
                  + ", ".join(f"{h} {HOOK_LATENCY_BUDGETS_S[h]:g} s" for h in HOOKS)
-                 + " often enough to spend the hook-latency budget (99 % over 30 days). Inhibited "
+                 + ") often enough to spend the hook-latency budget (99 % over 30 days). Inhibited "
                  "by MemhealthEmbeddingColdStart: a model warm-up is expected to be slow.",
         "check": "Grafana *memhealth / Latency*: which hook's p95 crosses its budget line.\n"
                  "```sh\nmemhealth report --days 1      # retrieval latency median/p90\n"
-                 "memhealth gate --json          # embedding_path duration_ms, index sizes\n```",
+                 "memhealth gate --json          # duration_ms of every check\n```",
         "fix": "A slow embedding server: check `ollama ps` (model loaded, `keep_alive` honoured) "
                "or lower `[embedding].timeout_s`. A large store: see the search numbers in the "
                "README (hybrid search at 100k chunks). A slow session-start: the gate's daily "
@@ -1153,35 +1154,28 @@ ENTRYPOINT ["memhealth"]
 
 # -- files -------------------------------------------------------------------------------------
 
-class _Dumper:
+@functools.cache
+def _dumper():
     """pyyaml's SafeDumper with block literals for multi-line strings (PromQL stays readable)
-    and no anchors; built lazily so importing this module does not import yaml."""
+    and no anchors; built on first use so importing this module does not import yaml."""
+    import yaml
 
-    cls = None
+    class Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data):
+            return True
 
-    @classmethod
-    def get(cls):
-        if cls.cls is None:
-            import yaml
+    def represent_str(dumper, data):
+        style = "|" if "\n" in data else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
-            class Dumper(yaml.SafeDumper):
-                def ignore_aliases(self, data):
-                    return True
-
-            def str_rep(dumper, data):
-                if "\n" in data:
-                    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-                return dumper.represent_scalar("tag:yaml.org,2002:str", data)
-
-            Dumper.add_representer(str, str_rep)
-            cls.cls = Dumper
-        return cls.cls
+    Dumper.add_representer(str, represent_str)
+    return Dumper
 
 
 def to_yaml(data, comment: str = HEADER) -> str:
     import yaml
 
-    body = yaml.dump(data, Dumper=_Dumper.get(), sort_keys=False, width=100,
+    body = yaml.dump(data, Dumper=_dumper(), sort_keys=False, width=100,
                      allow_unicode=True, default_flow_style=False)
     return f"# {comment}\n{body}"
 
