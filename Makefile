@@ -34,5 +34,12 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# dashboards/, alerts/ and compose/ are generated from telemetry/catalog.py and committed.
+generate: $(STAMP)
+	$(VENV)/bin/memhealth generate
+
+check-generated: $(STAMP)
+	$(VENV)/bin/memhealth generate --check
+
 clean:
 	rm -rf $(VENV) demo-project benchmarks/results .pytest_cache

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
 
-from common import floor, memhealth_cmd, row, summary, time_cmd
+from common import floor, memhealth_cmd, row, seed_chunks, summary, time_cmd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -25,8 +24,6 @@ sys.path.insert(0, REPO)
 
 CHUNKS = 2000
 DIM = 8
-WORDS = ("ledger writer queue snapshot compactor projection replay stream sequence event "
-         "append batch latency checkpoint vacuum index schema migration probe heartbeat gate").split()
 
 
 def _project(tmp: str) -> str:
@@ -36,15 +33,10 @@ def _project(tmp: str) -> str:
     root = os.path.join(tmp, "proj")
     os.makedirs(root)
     subprocess.run(memhealth_cmd() + ["init", "--project", root], check=True, capture_output=True)
-    rng = random.Random(7)
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     now = time.time_ns()
+    seed_chunks(conn, CHUNKS)
     with write(conn):
-        conn.executemany(
-            "INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
-            "created_ns) VALUES ('docs', ?, 1, 20, 'heading', ?, ?, ?, 0)",
-            [(f"docs/f{i // 10}.md", " ".join(rng.choices(WORDS, k=3)),
-              " ".join(rng.choices(WORDS, k=80)) + f" token{i}", f"h{i}") for i in range(CHUNKS)])
         conn.executemany("INSERT INTO watermarks(source, path, mtime_ns, size, updated_ns) VALUES "
                          "('docs', ?, ?, 100, ?)", [(f"docs/f{i}.md", now, now) for i in range(CHUNKS // 10)])
     if load_vec(conn):

@@ -9,36 +9,24 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 
-from common import floor, memhealth_cmd, row, summary, time_cmd
+from common import floor, memhealth_cmd, row, seed_chunks, summary, time_cmd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-
-WORDS = ("ledger writer queue snapshot compactor projection replay stream sequence event "
-         "append batch latency idempotency request proxy retry backup checkpoint vacuum index "
-         "schema migration cursor shard tenant quota budget alert probe heartbeat gate").split()
-
 
 def _project(tmp: str, chunks: int) -> str:
     root = os.path.join(tmp, f"p{chunks}")
     os.makedirs(root)
     subprocess.run(memhealth_cmd() + ["init", "--project", root], check=True, capture_output=True)
     if chunks:
-        from memory_core.db import connect, write
+        from memory_core.db import connect
 
-        rng = random.Random(7)
         conn = connect(os.path.join(root, ".memhealth", "memory.db"))
-        with write(conn):
-            conn.executemany(
-                "INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
-                "created_ns) VALUES ('docs', ?, 1, 20, 'heading', ?, ?, ?, 0)",
-                [(f"docs/f{i // 10}.md", " ".join(rng.choices(WORDS, k=3)),
-                  " ".join(rng.choices(WORDS, k=80)) + f" token{i}", f"h{i}") for i in range(chunks)])
+        seed_chunks(conn, chunks)
         conn.close()
     return root
 

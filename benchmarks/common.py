@@ -51,3 +51,23 @@ def row(name: str, value: float, unit: str, target: str = "", note: str = "", **
 def memhealth_cmd() -> list[str]:
     script = os.path.join(os.path.dirname(PYTHON), "memhealth")
     return [script] if os.path.exists(script) else [PYTHON, "-m", "memhealth"]
+
+
+WORDS = ("ledger writer queue snapshot compactor projection replay stream sequence event "
+         "append batch latency idempotency request proxy retry backup checkpoint vacuum index "
+         "schema migration cursor shard tenant quota budget alert probe heartbeat gate").split()
+
+
+def seed_chunks(conn, n: int, seed: int = 7) -> None:
+    """Insert `n` deterministic synthetic doc chunks (10 per file) in one transaction."""
+    import random
+
+    from memory_core.db import write
+
+    rng = random.Random(seed)
+    with write(conn):
+        conn.executemany(
+            "INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
+            "created_ns) VALUES ('docs', ?, 1, 20, 'heading', ?, ?, ?, 0)",
+            [(f"docs/f{i // 10}.md", " ".join(rng.choices(WORDS, k=3)),
+              " ".join(rng.choices(WORDS, k=80)) + f" token{i}", f"h{i}") for i in range(n)])

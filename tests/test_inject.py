@@ -139,3 +139,15 @@ def test_prompt_text_is_not_stored_unless_capture_is_opted_in(project):
              env=clean_env(MEMHEALTH_INJECTION_CAPTURE_CONTENT="true"))
     dump = json.dumps(rows(project, "SELECT * FROM spans"))
     assert "zebra" in dump
+
+
+def test_source_restricted_retrieval_is_driven_by_the_fts_match_not_a_table_scan(store):
+    from memory_core import fts
+
+    plan = [row[3] for row in store.execute(f"EXPLAIN QUERY PLAN {fts.sourced_bm25_sql(3)}",
+                                             ('"compactor"', "memory", "docs", "ledger", 10))]
+    assert plan[0].startswith("SCAN chunks_fts VIRTUAL TABLE"), plan
+    assert "USING INTEGER PRIMARY KEY" in plan[1], plan
+    hits = fts.bm25(store, ["compactor", "snapshot"], limit=5, sources=("memory",))
+    assert hits and all(store.execute("SELECT source FROM chunks WHERE id = ?", (i,)).fetchone() == ("memory",)
+                        for i, _ in hits)
