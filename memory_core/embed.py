@@ -22,6 +22,7 @@ Every failure is an `EmbedError` whose `.reason` is one of REASONS:
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from urllib.parse import urlsplit
@@ -359,24 +360,56 @@ class OllamaClient:
         if self._http is None:
             import httpx
 
-            # trust_env=False: a developer's HTTP_PROXY must not route loopback traffic.
-            # verify=False for plain http: building the default certificate-checking TLS
-            # context costs ~37 ms per process, and an http:// URL never uses it.
-            plain = self.url.startswith("http://")
-            self._http = httpx.Client(trust_env=False, verify=not plain)
+            # https only (plain http goes through memory_core.http). trust_env=False: a
+            # developer's HTTP_PROXY must not route this traffic.
+            self._http = httpx.Client(trust_env=False)
         return self._http
 
     def _call(self, method: str, path: str, body: dict | None, budget: tuple[float, float]) -> dict:
         """One request; the parsed JSON object, or EmbedError with the right reason."""
-        import httpx
-
         deadline, read_s = budget
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise EmbedError("timeout", f"{path} at {self.url}: no time left in this call's budget",
                              endpoint=self.url)
         # A hung server blocks one read: it costs the read timeout, not the whole budget.
-        timeout = httpx.Timeout(min(read_s, remaining), connect=min(self.connect_timeout_s, remaining))
+        read = min(read_s, remaining)
+        if self.url.startswith("http://"):
+            status, text = self._call_plain(method, path, body, read, deadline)
+        else:
+            status, text = self._call_httpx(method, path, body, read, remaining)
+        head = text[:HEAD_CHARS]
+        if status >= 400:
+            raise self._http_failure(path, status, text, head)
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise self._malformed(path, head) from None
+        if not isinstance(data, dict):
+            raise self._malformed(path, head)
+        return data
+
+    def _call_plain(self, method, path, body, read, deadline) -> tuple[int, str]:
+        """Plain http through memory_core.http: no httpx import on the probe path."""
+        from memory_core import http
+
+        try:
+            status, raw = http.request(method, self.url + path, body, self.connect_timeout_s, read, deadline)
+        except http.HttpError as exc:
+            if exc.kind == "connect_timeout":
+                raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} (connect timeout "
+                                 f"after {self.connect_timeout_s:g}s)", endpoint=self.url) from exc
+            if exc.kind == "timeout":
+                raise EmbedError("timeout", f"{path} at {self.url}: no answer within {read:.1f}s",
+                                 endpoint=self.url) from exc
+            raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} ({exc})",
+                             endpoint=self.url) from exc
+        return status, raw.decode("utf-8", "replace")
+
+    def _call_httpx(self, method, path, body, read, remaining) -> tuple[int, str]:
+        import httpx
+
+        timeout = httpx.Timeout(read, connect=min(self.connect_timeout_s, remaining))
         url = self.url + path
         try:
             resp = self._client().request(method, url, json=body, timeout=timeout)
@@ -384,23 +417,12 @@ class OllamaClient:
             raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} (connect timeout "
                              f"after {self.connect_timeout_s:g}s)", endpoint=self.url) from exc
         except httpx.TimeoutException as exc:
-            raise EmbedError("timeout", f"{path} at {self.url}: no answer within {min(read_s, remaining):.1f}s",
+            raise EmbedError("timeout", f"{path} at {self.url}: no answer within {read:.1f}s",
                              endpoint=self.url) from exc
         except httpx.HTTPError as exc:  # ConnectError, RemoteProtocolError, ReadError, ...
             raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} "
                              f"({type(exc).__name__}: {exc})", endpoint=self.url) from exc
-        text = resp.text
-        head = text[:HEAD_CHARS]
-        status = resp.status_code
-        if status >= 400:
-            raise self._http_failure(path, status, text, head)
-        try:
-            data = resp.json()
-        except ValueError:
-            raise self._malformed(path, head) from None
-        if not isinstance(data, dict):
-            raise self._malformed(path, head)
-        return data
+        return resp.status_code, resp.text
 
     def _http_failure(self, path: str, status: int, text: str, head: str) -> EmbedError:
         lowered = text.lower()
