@@ -29,6 +29,7 @@ def run(args) -> int:
     from memory_core.db import connect, vec_unavailable_reason
     from memory_core.embed import EmbedError, OllamaClient, log_degradation_once
     from memory_core.errors import VectorUnavailable
+    from telemetry.record import command_trace
 
     project = Project.find(args.project)
     cfg = load(project.state_dir)
@@ -51,8 +52,10 @@ def run(args) -> int:
                 pct = 100.0 * done / total if total else 100.0
                 print(f"\rembedding {done}/{total} ({pct:.0f}%)", end="", file=sys.stderr, flush=True)
 
-        with client:
+        with client, command_trace(conn, "memhealth embed", **{"gen_ai.request.model": client.model}) as trace:
             result = vectors.backfill(conn, client, batch_size=batch, on_progress=progress)
+            trace.spans[0].update({"memhealth.embed.stored": result.stored,
+                                   "memhealth.embed.refused": result.refused})
         if tty and (result.stored or result.refused):
             print(file=sys.stderr)
         with_vector, total = vectors.coverage(conn)

@@ -27,6 +27,7 @@ def run(args) -> int:
     from memory_core.db import connect
     from probes import gate
     from probes.evidence import Evidence
+    from telemetry.record import command_trace
 
     if args.project is not None and not os.path.isdir(args.project):
         raise ProjectNotFound(f"--project {args.project}: no such directory")
@@ -34,7 +35,8 @@ def run(args) -> int:
     cfg = load(project.state_dir)
     conn = connect(project.db_path, create=False)
     try:
-        verdict = gate.run(Evidence(project.root, conn, cfg))
+        with command_trace(conn, "memhealth gate") as trace:
+            verdict = gate.run(Evidence(project.root, conn, cfg), trace=trace)
     finally:
         conn.close()
     print(gate.dumps(verdict) if args.json else verdict.text(), flush=True)

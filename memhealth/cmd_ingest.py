@@ -81,6 +81,7 @@ def run(args) -> int:
     from memhealth.project import Project
     from memory_core.db import connect
     from memory_core.ingest import resolve_sources, run_ingest
+    from telemetry.record import command_trace
 
     project = Project.find(args.project)
     cfg = load(project.state_dir)
@@ -91,8 +92,9 @@ def run(args) -> int:
     bar = _Bar(sys.stderr) if sys.stderr.isatty() and not args.json else None
     conn = connect(project.db_path)
     try:
-        report = run_ingest(conn, project.root, cfg, sources=sources, budget_s=args.budget_s,
-                            progress=bar)
+        with command_trace(conn, "memhealth ingest", **{"memhealth.ingest.sources": ",".join(sources)}) as trace:
+            report = run_ingest(conn, project.root, cfg, sources=sources, budget_s=args.budget_s,
+                                progress=bar, trace=trace)
     finally:
         if bar is not None:
             bar.clear()

@@ -27,6 +27,7 @@ def run(args) -> int:
     from memhealth.project import Project
     from memory_core.db import connect
     from memory_core.search import search
+    from telemetry.record import command_trace
 
     if args.k < 1:
         raise MemhealthError("--k must be at least 1")
@@ -34,7 +35,8 @@ def run(args) -> int:
     cfg = load(project.state_dir)
     conn = connect(project.db_path)
     try:
-        result = search(conn, args.query, cfg, k=args.k)
+        with command_trace(conn, "memhealth search") as trace:
+            result = search(conn, args.query, cfg, k=args.k, trace=trace)
     finally:
         conn.close()
     if args.json:

@@ -234,6 +234,37 @@ class Trace:
         return len(rows)
 
 
+class command_trace:
+    """The spans of one CLI command, written to the outbox when the block ends, error or not;
+    telemetry never fails the command.
+
+        with command_trace(conn, "memhealth ingest", **{"memhealth.sources": "docs"}) as trace:
+            run_ingest(conn, root, cfg, trace=trace)
+    """
+
+    __slots__ = ("conn", "trace", "name", "attrs", "root")
+
+    def __init__(self, conn, name: str, **attrs):
+        self.conn, self.name, self.attrs = conn, name, attrs
+        self.trace = Trace()
+        self.root = None
+
+    def __enter__(self) -> Trace:
+        self.root = self.trace.span(self.name, **self.attrs)
+        return self.trace
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is not None:
+            self.root.fail(f"{exc_type.__name__}: {exc}", getattr(exc, "reason", exc_type.__name__))
+        self.root.end()
+        try:
+            with transaction(self.conn):
+                self.trace.write(self.conn)
+        except Exception:  # a locked or broken store already failed the command, or will
+            pass
+        return False
+
+
 # -- decisions and degradations ------------------------------------------------------------
 
 DECISION_FIELDS = ("ts_ns", "hook", "session_id", "prompt_id", "trace_id", "prompt_hash",

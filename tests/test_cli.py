@@ -51,3 +51,19 @@ def test_the_prompt_hook_on_a_non_intent_prompt_imports_nothing_heavy(project, p
     assert "memhealth.hooks" in loaded  # the measurement saw the hook path
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     assert heavy == []
+
+
+def test_cli_commands_leave_their_spans_in_the_outbox(project):
+    from tests.conftest import rows
+
+    (project / "README.md").write_text("# Notes\n\nThe snapshot compactor folds streams.\n")
+    for args in (["ingest", "--project", str(project)], ["search", "compactor", "--project", str(project)],
+                 ["gate", "--project", str(project)]):
+        assert run_cli(*args).returncode in (0, 1), args
+    spans = rows(project, "SELECT name, parent_span_id IS NULL, trace_id FROM spans")
+    roots = {name: trace for name, is_root, trace in spans if is_root}
+    assert {"memhealth ingest", "memhealth search", "memhealth gate"} <= set(roots)
+    children = {(name, trace) for name, is_root, trace in spans if not is_root}
+    assert ("memory.search", roots["memhealth search"]) in children
+    assert ("probe ingest_freshness", roots["memhealth gate"]) in children
+    assert any(trace == roots["memhealth ingest"] for _name, trace in children)
