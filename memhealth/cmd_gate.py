@@ -25,6 +25,7 @@ def run(args) -> int:
     from memhealth.errors import ProjectNotFound
     from memhealth.project import Project
     from memory_core.db import connect
+    from memory_core.errors import StoreError
     from probes import gate
     from probes.evidence import Evidence
     from telemetry.record import command_trace
@@ -33,7 +34,12 @@ def run(args) -> int:
         raise ProjectNotFound(f"--project {args.project}: no such directory")
     project = Project.find(args.project or os.getcwd())
     cfg = load(project.state_dir)
-    conn = connect(project.db_path, create=False)
+    try:
+        conn = connect(project.db_path, create=False)
+    except StoreError as exc:  # the store itself is the failure: a verdict, not a traceback
+        verdict = gate.store_failure(exc)
+        print(gate.dumps(verdict) if args.json else verdict.text(), flush=True)
+        return 1
     try:
         with command_trace(conn, "memhealth gate") as trace:
             verdict = gate.run(Evidence(project.root, conn, cfg), trace=trace)

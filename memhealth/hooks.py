@@ -192,8 +192,16 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
         hb_id = record.heartbeat_start(conn, hook, session_id, trace.trace_id, started_ns)
     except (StoreError, MemoryCoreError, OSError) as exc:
         reason = getattr(exc, "reason", "store")
-        record.spill(project.spill_path, {**spill_base, "ended_ns": time.time_ns(),
-                                          "outcome": "error", "reason": reason, "detail": str(exc)[:500]})
+        problem = None
+        if hook == "session-start":  # a dead store must not be silent: say so where Claude reads
+            try:
+                from probes.gate import store_failure
+
+                emit(hook, store_failure(exc).text())
+            except OSError as out_exc:
+                problem = f"; and stdout: {out_exc}"
+        record.spill(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
+                                          "reason": reason, "detail": (str(exc) + (problem or ""))[:500]})
         _say(f"memhealth hook {hook}: {exc} (recorded in {project.spill_path})")
         return
 

@@ -208,3 +208,19 @@ def hook_deadline(root: str, event: str, started_ns: int, default_s: float = 600
         [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json")])
     elapsed_s = max(time.time_ns() - started_ns, 0) / 1e9
     return time.monotonic() - elapsed_s + float(timeouts.get(event, default_s))
+
+
+STORE_FIXES = {
+    "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`: "
+                  "the store is rebuilt from your files",
+    "db_locked": "another process holds the write lock: find it with `fuser .memhealth/memory.db`",
+    "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as",
+}
+
+
+def store_failure(exc: BaseException) -> Verdict:
+    """The verdict when the store itself cannot be opened: the one check that could run is
+    RED, so a dead store is never silent (the paper's fourth failure mode)."""
+    reason = getattr(exc, "reason", "store")
+    fix = STORE_FIXES.get(reason, "run `memhealth gate` and read the error")
+    return Verdict([CheckResult(RED, str(exc), fix, name="store")])

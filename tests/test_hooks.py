@@ -253,3 +253,20 @@ def test_context_output_is_hook_specific_json_and_never_over_ten_thousand_charac
     body = json.loads(run.stdout)
     assert body["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert 0 < len(run.context()) <= 10_000
+
+
+def test_a_corrupt_store_is_a_red_verdict_at_session_start_and_in_the_gate(project):
+    from tests.conftest import run_cli
+
+    db = project / ".memhealth" / "memory.db"
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(f"{db}{suffix}"):
+            os.unlink(f"{db}{suffix}")
+    db.write_bytes(b"\x00garbage" * 600)
+    run = run_hook("session-start", payload("session-start", project, source="startup"), cwd=str(project))
+    assert run.returncode == 0
+    lines = run.context().splitlines()
+    assert lines[0] == "MEMORY-HEALTH: 0/1 GREEN (1 RED)"
+    assert lines[1].startswith("  RED store: database is corrupt") and "FIX: move .memhealth/memory.db aside" in lines[1]
+    gate = run_cli("gate", "--project", str(project))
+    assert gate.returncode == 1 and gate.stdout.splitlines()[0] == "MEMORY-HEALTH: 0/1 GREEN (1 RED)"
