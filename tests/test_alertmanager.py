@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 import yaml
 
-from tests.conftest import REPO, require_binary, rows
+from tests.conftest import REPO, require_binary, rows, stop_process
 from tests.test_prometheus_e2e import free_port, get_json, wait_for
 from tests.test_serve import ServeProcess
 
@@ -88,13 +88,7 @@ class Alertmanager:
         return found[0] if found else None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -123,12 +123,16 @@ def _spilled(project):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_a_corrupt_database_is_recorded_in_the_spill_file(project):
+def corrupt_store(project) -> None:
     db = project / ".memhealth" / "memory.db"
     for suffix in ("-wal", "-shm"):
         if os.path.exists(f"{db}{suffix}"):
             os.unlink(f"{db}{suffix}")
     db.write_bytes(b"this is not a database, " * 500)
+
+
+def test_a_corrupt_database_is_recorded_in_the_spill_file(project):
+    corrupt_store(project)
     run = run_hook("prompt", payload("prompt", project, prompt="hi"), cwd=str(project))
     assert run.returncode == 0 and run.seconds < 2.0
     assert len(run.stderr.splitlines()) == 1 and b"Traceback" not in run.stderr
@@ -258,11 +262,7 @@ def test_context_output_is_hook_specific_json_and_never_over_ten_thousand_charac
 def test_a_corrupt_store_is_a_red_verdict_at_session_start_and_in_the_gate(project):
     from tests.conftest import run_cli
 
-    db = project / ".memhealth" / "memory.db"
-    for suffix in ("-wal", "-shm"):
-        if os.path.exists(f"{db}{suffix}"):
-            os.unlink(f"{db}{suffix}")
-    db.write_bytes(b"\x00garbage" * 600)
+    corrupt_store(project)
     run = run_hook("session-start", payload("session-start", project, source="startup"), cwd=str(project))
     assert run.returncode == 0
     lines = run.context().splitlines()

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 import yaml
 
-from tests.conftest import REPO, payload, require_binary, run_cli, run_hook
+from tests.conftest import REPO, payload, require_binary, run_cli, run_hook, stop_process
 from tests.test_serve import ServeProcess
 
 RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
@@ -107,13 +107,7 @@ class Prometheus:
             return json.loads(err.read())
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.log.close()
 
 
