@@ -111,6 +111,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     ingest = subprocess.run(cmd + ["ingest", "--project", root], capture_output=True, text=True, timeout=300)
     summary = (ingest.stdout.strip() or ingest.stderr.strip()).splitlines()
     out(f"[2/4] ingest{' (with git history)' if has_git else ''}: {summary[-1] if summary else 'no output'}")
+    failures = [] if ingest.returncode == 0 else [f"ingest exited {ingest.returncode}: {ingest.stderr.strip()[-300:]}"]
     out("")
     out("[3/4] a session, through the real hook entry points (one process per hook):")
     width = max(len(label) for *_x, label in SCRIPT)
@@ -133,6 +134,8 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
                 first_injection = text
         elif err:
             shown = f"stderr: {err[:70]}"
+        if err:  # a hook writes stderr only when something went wrong
+            failures.append(f"hook {event}: {err[:300]}")
         out(f"  {event:<13} {label:<{width}}  {ms:6.0f} ms  {shown}")
     out("")
     _print_injections(root, out, first_injection)
@@ -141,10 +144,18 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     out("[4/4] the health gate now (`memhealth gate`):")
     for line in (gate.stdout or gate.stderr).rstrip().splitlines():
         out(f"  {line}")
+    if gate.returncode not in (0, 1):  # 1 is a RED verdict, which the demo shows as it is
+        failures.append(f"gate exited {gate.returncode}: {gate.stderr.strip()[-300:]}")
     out("")
     _print_metrics(root, out)
     out("")
     out(f"Explore it: cd {root} && {' '.join(cmd)} report")
+    if failures:
+        out("")
+        out(f"The demo did not run cleanly ({len(failures)} problem(s)):")
+        for failure in failures:
+            out(f"  - {failure}")
+        return 1
     return 0
 
 
