@@ -46,8 +46,12 @@ def bench(quick: bool = False) -> list[dict]:
         cases = [
             ("hook stop (heartbeat rows only)", small, "stop", {}),
             ("hook prompt, non-intent", small, "prompt", {"prompt": "thanks, that looks right"}),
-            ("hook prompt, intent + BM25 retrieval, 20k chunks", big, "prompt",
+            # every indexed word here is in most chunks: the IDF pre-check stops before retrieval
+            ("hook prompt, intent, only common words, 20k chunks", big, "prompt",
              {"prompt": "should we rebuild the snapshot compactor replay for tenant quota alerts?"}),
+            # token1234/token5678 are rare: BM25 retrieval and the relevance gate run
+            ("hook prompt, intent + BM25 retrieval, 20k chunks", big, "prompt",
+             {"prompt": "should we rebuild the snapshot compactor for token1234 and token5678?"}),
         ]
         base = summary(floor(repeat))
         out.append(row("floor: python -c 'import sqlite3, json'", base["median"] * 1000, "ms",

@@ -23,6 +23,7 @@ from memory_core.db import write
 from memory_core.text import clip
 
 MIN_IDF_CORPUS = 50
+MIN_QUERY_IDF = 0.5  # a token in more than ~60% of chunks does not help rank candidates
 MAX_PROMPT_TOKENS = 32
 CANDIDATES = 10
 MAX_ITEMS = 2
@@ -71,22 +72,41 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
     detail = {"intent": intent, "tokens": len(toks), "threshold": icfg["idf_sum_threshold"],
               "distinctive_idf": icfg["distinctive_idf"], "min_matches": icfg["min_matches"]}
 
-    t0 = time.perf_counter()
-    with trace.span("memory.search") as span:
-        span.update({"db.system.name": "sqlite", "db.operation.name": "SELECT",
-                     "db.collection.name": "chunks_fts", "gen_ai.request.top_k": CANDIDATES,
-                     "memhealth.search.legs": "bm25", "memhealth.query.tokens": len(toks)})
-        candidates = _candidates(conn, toks, tuple(icfg["sources"]))
-        span.set("memhealth.search.hits", len(candidates))
-    retrieval_ms = (time.perf_counter() - t0) * 1000
-    if not candidates:
-        detail["reason"] = "no candidates" if toks else "no content tokens"
-        return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
-
     with trace.span("inject.relevance") as span:
+        # Cheapest first: document frequencies are indexed lookups, a BM25 ranking is not.
+        # Without one distinctive prompt token nothing can pass the gate, so do not retrieve.
         n_docs = fts.chunk_count(conn)
         small = n_docs < MIN_IDF_CORPUS
-        idf = {t: fts.idf(n_docs, fts.doc_freq(conn, t)) for t in toks}
+        df = {t: fts.doc_freq(conn, t) for t in toks}
+        idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
+        # a word no chunk contains is rare but can match nothing: only words in the index count
+        present = [t for t in toks if df[t]]
+        top_idf = round(max((idf[t] for t in present), default=0.0), 3)
+        detail.update({"corpus": n_docs, "small_corpus": small, "max_prompt_idf": top_idf})
+        span.update({"memhealth.relevance.threshold": icfg["idf_sum_threshold"],
+                     "memhealth.relevance.small_corpus": small,
+                     "memhealth.relevance.max_prompt_idf": top_idf})
+        if not small and top_idf < icfg["distinctive_idf"]:
+            detail["reason"] = "no distinctive token in the prompt" if present else (
+                "no prompt token is in memory" if toks else "no content tokens")
+            span.set("memhealth.relevance.passed", 0)
+            return InjectResult("below_relevance", retrieval_ms=0.0, detail=detail)
+        # tokens in most chunks only slow the ranking down; they still count when matching
+        query = [t for t in present if small or idf[t] >= MIN_QUERY_IDF]
+
+        t0 = time.perf_counter()
+        with trace.span("memory.search") as search_span:
+            search_span.update({"db.system.name": "sqlite", "db.operation.name": "SELECT",
+                                "db.collection.name": "chunks_fts", "gen_ai.request.top_k": CANDIDATES,
+                                "memhealth.search.legs": "bm25", "memhealth.query.tokens": len(query)})
+            candidates = _candidates(conn, query, tuple(icfg["sources"]))
+            search_span.set("memhealth.search.hits", len(candidates))
+        retrieval_ms = (time.perf_counter() - t0) * 1000
+        if not candidates:
+            detail["reason"] = "no candidates"
+            span.set("memhealth.relevance.passed", 0)
+            return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
+
         scored = []
         for row, _score in candidates:
             arith = relevance(toks, row, idf)
@@ -97,15 +117,12 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
             scored.append((arith, row))
         passing = sorted((s for s in scored if s[0]["passed"]), key=lambda s: -s[0]["idf_sum"])
         best = passing[0][0] if passing else max((s[0] for s in scored), key=lambda a: a["idf_sum"])
-        detail.update({"corpus": n_docs, "small_corpus": small, "candidates": len(scored),
-                       "passed": len(passing), "matched": best["matched"], "idf_sum": best["idf_sum"],
-                       "max_idf": best["max_idf"]})
+        detail.update({"candidates": len(scored), "passed": len(passing), "matched": best["matched"],
+                       "idf_sum": best["idf_sum"], "max_idf": best["max_idf"]})
         span.update({"memhealth.relevance.matched": best["matched"],
                      "memhealth.relevance.idf_sum": best["idf_sum"],
                      "memhealth.relevance.max_idf": best["max_idf"],
-                     "memhealth.relevance.threshold": icfg["idf_sum_threshold"],
-                     "memhealth.relevance.passed": len(passing),
-                     "memhealth.relevance.small_corpus": small})
+                     "memhealth.relevance.passed": len(passing)})
     if not passing:
         return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
 

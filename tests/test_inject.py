@@ -62,7 +62,12 @@ def test_rare_shared_words_inject_with_provenance_and_arithmetic(store):
 def test_common_words_alone_never_inject(store):
     r = inject.decide(store, "build the service config and run the test module", "build", cfg(), "s1", Trace())
     assert r.outcome == "below_relevance" and r.text is None
-    assert r.detail["idf_sum"] < r.detail["threshold"] or r.detail["max_idf"] < 3.0
+
+
+def test_a_distinctive_word_shared_with_nothing_relevant_is_still_below_relevance(store):
+    # "compactor" is rare (idf > 3) but alone: one match cannot pass min_matches = 2
+    r = inject.decide(store, "build a compactor for the service config", "build", cfg(), "s1", Trace())
+    assert r.outcome == "below_relevance" and r.detail["matched"] < 2
 
 
 def test_an_item_is_injected_once_per_session_then_capped(store):
@@ -96,12 +101,20 @@ def test_an_empty_store_is_below_relevance_with_a_reason(tmp_path):
 def test_the_trace_carries_each_gate_with_its_arithmetic(store):
     trace = Trace()
     inject.decide(store, "build a snapshot compactor", "build", cfg(), "s1", trace)
-    names = [s.name for s in trace.spans]
-    assert names == ["memory.search", "inject.relevance", "inject.session_cap"]
-    search = trace.spans[0].attributes
-    assert search["db.system.name"] == "sqlite"
-    rel = trace.spans[1].attributes
+    spans = {s.name: s for s in trace.spans}
+    assert [s.name for s in trace.spans] == ["inject.relevance", "memory.search", "inject.session_cap"]
+    assert spans["memory.search"].parent_span_id == spans["inject.relevance"].span_id
+    assert spans["memory.search"].attributes["db.system.name"] == "sqlite"
+    rel = spans["inject.relevance"].attributes
     assert rel["memhealth.relevance.idf_sum"] > 0 and rel["memhealth.relevance.threshold"] == 7.0
+
+
+def test_a_prompt_without_a_distinctive_word_stops_before_retrieval(store):
+    trace = Trace()
+    r = inject.decide(store, "build the service config and run the test module", "build", cfg(), "s1", trace)
+    assert r.outcome == "below_relevance" and r.detail["reason"] == "no distinctive token in the prompt"
+    assert r.detail["max_prompt_idf"] < 3.0
+    assert [s.name for s in trace.spans] == ["inject.relevance"]  # no memory.search: nothing retrieved
 
 
 def test_the_prompt_hook_injects_as_additional_context_and_compaction_resets_the_caps(project):
@@ -151,3 +164,8 @@ def test_source_restricted_retrieval_is_driven_by_the_fts_match_not_a_table_scan
     hits = fts.bm25(store, ["compactor", "snapshot"], limit=5, sources=("memory",))
     assert hits and all(store.execute("SELECT source FROM chunks WHERE id = ?", (i,)).fetchone() == ("memory",)
                         for i, _ in hits)
+
+
+def test_words_no_chunk_contains_are_not_mistaken_for_distinctive_ones(store):
+    r = inject.decide(store, "should we adopt zebrafish quuxification", "decision", cfg(), "s1", Trace())
+    assert (r.outcome, r.detail["reason"]) == ("below_relevance", "no prompt token is in memory")
