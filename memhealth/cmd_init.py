@@ -26,4 +26,6 @@ def run(args) -> int:
         print("memhealth init: already set up; nothing changed")
     for line in actions:
         print(f"{prefix}{line}")
+    if actions and not args.dry_run:
+        print("next: `memhealth ingest` to index docs, memory files and history, then `memhealth gate`")
     return 0
