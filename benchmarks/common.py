@@ -66,8 +66,11 @@ def row(name: str, value: float, unit: str, target: str = "", note: str = "", **
 
 
 def memhealth_cmd() -> list[str]:
-    script = os.path.join(os.path.dirname(PYTHON), "memhealth")
-    return [script] if os.path.exists(script) else [PYTHON, "-m", "memhealth"]
+    """The command `memhealth init` writes into settings: hooks are timed as Claude runs them."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from memhealth.installer import launcher_argv
+
+    return launcher_argv()
 
 
 WORDS = ("ledger writer queue snapshot compactor projection replay stream sequence event "

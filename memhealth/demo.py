@@ -11,13 +11,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from importlib import resources
 
-from memhealth.installer import init_project
+from memhealth.installer import init_project, launcher_argv
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
 
@@ -104,7 +103,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     cmd = launcher_argv()
     out(f"memhealth demo: sample project \"ledgerline\" in {root}")
     out("")
-    actions = init_project(root, launch=" ".join(cmd))
+    actions = init_project(root)  # hooks run by the same absolute launcher as cmd
     _write_demo_config(root, transcripts)
     out(f"[1/4] init: {len(actions)} actions — .memhealth/ created, hooks merged into .claude/settings.local.json")
 
@@ -157,13 +156,6 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
             out(f"  - {failure}")
         return 1
     return 0
-
-
-def launcher_argv() -> list[str]:
-    script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "memhealth")
-    if os.path.isfile(script) and os.access(script, os.X_OK):
-        return [script]
-    return [os.path.abspath(sys.executable), "-m", "memhealth"]
 
 
 def _write_demo_config(root: str, transcripts: str) -> None:

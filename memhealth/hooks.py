@@ -19,7 +19,7 @@ import sys
 import time
 
 from memhealth.errors import ConfigError, MemhealthError, ProjectNotFound
-from memory_core.errors import MemoryCoreError, StoreError
+from memory_core.errors import MemoryCoreError
 
 # CLI event name -> Claude Code hook_event_name
 EVENTS = {
@@ -190,7 +190,7 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
         if os.path.exists(project.spill_path):
             record.drain_spill(conn, project.spill_path)
         hb_id = record.heartbeat_start(conn, hook, session_id, trace.trace_id, started_ns)
-    except (StoreError, MemoryCoreError, OSError) as exc:
+    except (MemoryCoreError, OSError) as exc:  # StoreError and its kin are MemoryCoreErrors
         reason = getattr(exc, "reason", "store")
         problem = None
         if hook == "session-start":  # a dead store must not be silent: say so where Claude reads
@@ -244,7 +244,7 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
     try:
         record.heartbeat_finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
                                 trace=trace, decisions=decisions)
-    except (StoreError, MemoryCoreError) as exc:
+    except MemoryCoreError as exc:
         record.spill(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
                                           "outcome": outcome if outcome != "ok" else "error",
                                           "reason": reason or getattr(exc, "reason", "store"),

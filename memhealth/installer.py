@@ -42,12 +42,17 @@ alerts.ndjson
 """
 
 
-def launcher() -> str:
-    """The absolute command that runs memhealth with the interpreter that has it installed."""
+def launcher_argv() -> list[str]:
+    """The absolute argv that runs memhealth with the interpreter that has it installed."""
     script = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "memhealth")
     if os.path.isfile(script) and os.access(script, os.X_OK):
-        return shlex.quote(script)
-    return f"{shlex.quote(os.path.abspath(sys.executable))} -m memhealth"
+        return [script]
+    return [os.path.abspath(sys.executable), "-m", "memhealth"]
+
+
+def launcher() -> str:
+    """launcher_argv() as one shell-quoted command, for settings.json."""
+    return shlex.join(launcher_argv())
 
 
 def hook_command(event: str, launch: str | None = None) -> str:

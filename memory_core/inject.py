@@ -28,7 +28,6 @@ MAX_PROMPT_TOKENS = 32
 CANDIDATES = 10
 MAX_ITEMS = 2
 DNR_KINDS = frozenset({"invariant", "do-not-rebuild", "do_not_rebuild", "dnr", "exists", "project"})
-LINEAGE_KINDS = frozenset({"decision", "lineage", "feedback"})
 
 
 class InjectResult:
@@ -144,12 +143,9 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
 
 
 def _block(row, intent: str) -> str:
+    """DO-NOT-REBUILD for build intent or an invariant-like item; decision lineage otherwise."""
     kind = (row[5] or "").lower()
-    if kind in DNR_KINDS or intent == "build":
-        return "dnr"
-    if kind in LINEAGE_KINDS or intent == "decision":
-        return "thread"
-    return "thread"
+    return "dnr" if kind in DNR_KINDS or intent == "build" else "thread"
 
 
 def _apply_caps(conn, passing, session_id, icfg, intent):

@@ -21,7 +21,10 @@ FIXTURES = os.path.join(REPO, "tests", "fixtures")
 
 
 def memhealth_cmd() -> list[str]:
-    return [MEMHEALTH] if os.path.exists(MEMHEALTH) else [sys.executable, "-m", "memhealth"]
+    """The command the installer writes into settings, so tests run hooks the way Claude does."""
+    from memhealth.installer import launcher_argv
+
+    return launcher_argv()
 
 
 def clean_env(**extra) -> dict:
