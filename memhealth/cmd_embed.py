@@ -29,7 +29,7 @@ def run(args) -> int:
     from memory_core.db import connect, vec_unavailable_reason
     from memory_core.embed import EmbedError, OllamaClient, log_degradation_once
     from memory_core.errors import VectorUnavailable
-    from telemetry.record import command_trace
+    from memory_core.outbox import command_trace
 
     project = Project.find(args.project)
     cfg = load(project.state_dir)

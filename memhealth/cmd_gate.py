@@ -26,9 +26,9 @@ def run(args) -> int:
     from memhealth.project import Project
     from memory_core.db import connect
     from memory_core.errors import StoreError
+    from memory_core.outbox import command_trace
     from probes import gate
     from probes.evidence import Evidence
-    from telemetry.record import command_trace
 
     if args.project is not None and not os.path.isdir(args.project):
         raise ProjectNotFound(f"--project {args.project}: no such directory")

@@ -81,7 +81,7 @@ def run(args) -> int:
     from memhealth.project import Project
     from memory_core.db import connect
     from memory_core.ingest import resolve_sources, run_ingest
-    from telemetry.record import command_trace
+    from memory_core.outbox import command_trace
 
     project = Project.find(args.project)
     cfg = load(project.state_dir)

@@ -26,8 +26,8 @@ def run(args) -> int:
     from memhealth.errors import MemhealthError
     from memhealth.project import Project
     from memory_core.db import connect
+    from memory_core.outbox import command_trace
     from memory_core.search import search
-    from telemetry.record import command_trace
 
     if args.k < 1:
         raise MemhealthError("--k must be at least 1")

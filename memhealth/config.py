@@ -14,6 +14,7 @@ import json
 import os
 
 from memhealth.errors import ConfigError
+from memory_core.layout import CONFIG_NAME
 
 # (type, default, allowed-or-None, help). Types: str, int, float, bool, list (of str), dur.
 SCHEMA: dict[str, dict[str, tuple]] = {
@@ -207,7 +208,7 @@ def load(state_dir: str | None, environ=None) -> Config:
     """Defaults, then `<state_dir>/config.toml`, then MEMHEALTH_<SECTION>_<KEY> variables."""
     environ = os.environ if environ is None else environ
     cfg = defaults()
-    path = os.path.join(state_dir, "config.toml") if state_dir else None
+    path = os.path.join(state_dir, CONFIG_NAME) if state_dir else None
     data = _read_file(path) if path else {}
     for section, values in data.items():
         if section not in SCHEMA:

@@ -17,6 +17,7 @@ import uuid
 from importlib import resources
 
 from memhealth.installer import init_project, launcher_argv
+from memory_core.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
 
@@ -88,7 +89,7 @@ def _run_hook(cmd: list[str], event: str, body: dict, cwd: str) -> tuple[float, 
 def run_demo(target_dir: str | None = None, out=print) -> int:
     base = target_dir or tempfile.mkdtemp(prefix="memhealth-demo-")
     root = os.path.join(os.path.abspath(base), "ledgerline")
-    if os.path.exists(os.path.join(root, ".memhealth")):
+    if os.path.exists(os.path.join(root, STATE_DIR)):
         shutil.rmtree(root)
     os.makedirs(root, exist_ok=True)
     _copy_sample(root)
@@ -160,7 +161,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
 
 def _write_demo_config(root: str, transcripts: str) -> None:
     """Point the ingesters at the sample's layout, under the existing [ingest] header."""
-    path = os.path.join(root, ".memhealth", "config.toml")
+    path = os.path.join(root, STATE_DIR, CONFIG_NAME)
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     keys = ('# set by `memhealth demo` for the sample layout\n'
@@ -174,7 +175,7 @@ def _write_demo_config(root: str, transcripts: str) -> None:
 def _print_injections(root: str, out, first_injection: str | None) -> None:
     from memory_core.db import connect
 
-    conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+    conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     rows = conn.execute("SELECT outcome, intent, prompt_len, detail FROM decisions ORDER BY id").fetchall()
     conn.close()
     out(f"Injection decisions (one row per prompt, {len(rows)} prompts):")
@@ -201,7 +202,7 @@ def _print_injections(root: str, out, first_injection: str | None) -> None:
 def _print_metrics(root: str, out) -> None:
     from memory_core.db import connect
 
-    conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+    conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     out("Metrics excerpt (what `memhealth serve` exposes on /metrics):")
     for metric, labels, value in conn.execute(
             "SELECT metric, labels, value FROM rollups WHERE metric IN "

@@ -132,11 +132,10 @@ def remember_transcript_dir(ctx) -> None:
         return
     from memory_core.db import write
     from memory_core.ingest.transcripts import META_TRANSCRIPT_DIR
+    from memory_core.meta import set_meta
 
     with write(ctx.conn):
-        ctx.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
-                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                         (META_TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path))))
+        set_meta(ctx.conn, META_TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path)))
 
 
 def session_end(ctx) -> str | None:

@@ -175,9 +175,9 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
     except ConfigError as exc:
         cfg, config_error = defaults(), exc
 
-    from telemetry import record
+    from memory_core import heartbeat, outbox
 
-    trace = record.Trace()
+    trace = outbox.Trace()
     spill_base = {"kind": "heartbeat", "hook": hook, "session_id": session_id, "pid": os.getpid(),
                   "trace_id": trace.trace_id, "started_ns": started_ns}
 
@@ -188,9 +188,13 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
 
         conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
         if os.path.exists(project.spill_path):
-            record.drain_spill(conn, project.spill_path)
-        hb_id = record.heartbeat_start(conn, hook, session_id, trace.trace_id, started_ns)
+            from memory_core import spill
+
+            spill.drain(conn, project.spill_path)
+        hb_id = heartbeat.start(conn, hook, session_id, trace.trace_id, started_ns)
     except (MemoryCoreError, OSError) as exc:  # StoreError and its kin are MemoryCoreErrors
+        from memory_core import spill
+
         reason = getattr(exc, "reason", "store")
         problem = None
         if hook == "session-start":  # a dead store must not be silent: say so where Claude reads
@@ -200,7 +204,7 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
                 emit(hook, store_failure(exc).text())
             except OSError as out_exc:
                 problem = f"; and stdout: {out_exc}"
-        record.spill(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
+        spill.append(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
                                           "reason": reason, "detail": (str(exc) + (problem or ""))[:500]})
         _say(f"memhealth hook {hook}: {exc} (recorded in {project.spill_path})")
         return
@@ -242,15 +246,17 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
     # 3+4. spans, decisions and the completed heartbeat, in one transaction
     decisions = ctx.decisions if ctx is not None else []
     try:
-        record.heartbeat_finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
+        heartbeat.finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
                                 trace=trace, decisions=decisions)
     except MemoryCoreError as exc:
-        record.spill(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
+        from memory_core import spill
+
+        spill.append(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
                                           "outcome": outcome if outcome != "ok" else "error",
                                           "reason": reason or getattr(exc, "reason", "store"),
                                           "detail": (detail or str(exc))[:500]})
         for decision in decisions:
-            record.spill(project.spill_path, {"kind": "decision", "row": decision})
+            spill.append(project.spill_path, {"kind": "decision", "row": decision})
         _say(f"memhealth hook {hook}: {exc} (recorded in {project.spill_path})")
         return
     if outcome != "ok":

@@ -18,7 +18,7 @@ import sys
 
 from memhealth.config import render_default
 from memhealth.errors import SettingsError
-from memhealth.project import DB_NAME, STATE_DIR
+from memory_core.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 # Claude Code event -> (our event, matcher or None, timeout config key, status message)
 WIRING = (
@@ -148,7 +148,7 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         actions.append(f"created {state}/ (mode 0700)")
         if not dry_run:
             os.makedirs(state, mode=0o700, exist_ok=True)
-    config = os.path.join(state, "config.toml")
+    config = os.path.join(state, CONFIG_NAME)
     if not os.path.exists(config):
         actions.append(f"wrote {config} (commented defaults)")
         if not dry_run:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 
 from memhealth.errors import ProjectNotFound
-
-STATE_DIR = ".memhealth"
-DB_NAME = "memory.db"
+from memory_core.layout import DB_NAME, SPILL_NAME, STATE_DIR
 
 
 class Project:
@@ -26,8 +24,8 @@ class Project:
 
     @property
     def spill_path(self) -> str:
-        """Rows a hook could not write to the database wait here (see telemetry.record)."""
-        return os.path.join(self.state_dir, "spill.ndjson")
+        """Rows a hook could not write to the database wait here (see memory_core.spill)."""
+        return os.path.join(self.state_dir, SPILL_NAME)
 
     @classmethod
     def find(cls, start: str | None) -> Project:

@@ -1,4 +1,4 @@
-"""Open the per-project store: driver choice, pragmas, migrations, write transactions.
+"""Open the per-project store: driver choice, pragmas, migrations (transactions: memory_core.tx).
 
     conn = connect(path)                 # WAL, busy_timeout, migrated to the latest schema
     with write(conn):                    # BEGIN IMMEDIATE ... COMMIT
@@ -23,24 +23,10 @@ except ImportError:  # pragma: no cover
 
     DRIVER = "sqlite3"
 
-from memory_core.errors import StoreCorrupt, StoreError, StoreLocked, StoreReadOnly
-from telemetry import record
+from memory_core.errors import StoreError
+from memory_core.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
-
-
-def classify(exc: BaseException) -> StoreError:
-    """Map a driver exception to the store error a user can act on."""
-    cls = {"db_locked": StoreLocked, "db_corrupt": StoreCorrupt,
-           "db_readonly": StoreReadOnly}.get(record.failure_reason(exc), StoreError)
-    prefix = {StoreLocked: "database is locked", StoreCorrupt: "database is corrupt",
-              StoreReadOnly: "database is not writable"}.get(cls, "database error")
-    return cls(f"{prefix}: {exc}")
-
-
-# `with write(conn):` — BEGIN IMMEDIATE ... COMMIT, raising StoreError subclasses.
-write = record.transaction
-record.set_error_wrapper(classify)
 
 
 def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: bool = True,

@@ -97,7 +97,7 @@ def log_degradation_once(conn, reason: str, detail: str = "", component: str = "
         return False
     from memory_core.db import sqlite3, write
     from memory_core.errors import StoreError
-    from telemetry.record import insert_degradation
+    from memory_core.outbox import insert_degradation
 
     try:
         if conn.in_transaction:

@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable
 from memory_core import db
 from memory_core.db import sqlite3, write
 from memory_core.errors import DimensionMismatch, MemoryCoreError
+from memory_core.meta import get_meta, set_meta
 
 TABLE = "chunks_vec"          # vec0: the bit index (legacy stores: the float vectors)
 EXACT_TABLE = "chunk_vectors"  # plain table: the float32 vectors knn rescores with
@@ -135,8 +136,8 @@ def table_dim(conn) -> int | None:
     match = _WIDTH.search(sql)
     if match:
         return int(match.group(2))
-    meta = conn.execute("SELECT value FROM meta WHERE key = 'vec_dim'").fetchone()
-    return int(meta[0]) if meta else None
+    dim = get_meta(conn, "vec_dim")
+    return int(dim) if dim else None
 
 
 def has_table(conn) -> bool:
@@ -206,8 +207,7 @@ def _create(conn, dim: int) -> None:
         conn.execute(_EXACT_DDL)
         conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
                      f"embedding bit[{dim}])")
-    conn.execute("INSERT INTO meta(key, value) VALUES ('vec_dim', ?) "
-                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(dim),))
+    set_meta(conn, "vec_dim", dim)
 
 
 def _upgrade(conn, dim: int) -> None:
@@ -287,12 +287,16 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
 
 
 def vector_count(conn) -> int | None:
-    """Vectors in the index, from vec0's rowid shadow table (a count over the exact table
-    would read every 1.5 KB row: ~40 ms at 100k); None when that table is not there."""
-    try:
-        return conn.execute(f"SELECT count(*) FROM {TABLE}_rowids").fetchone()[0]
-    except sqlite3.Error:
-        return None
+    """Vectors in the index, without loading the extension: from vec0's rowid shadow table (a
+    count over the exact table would read every 1.5 KB row: ~40 ms at 100k). A store whose
+    vec0 table has no shadow table answers only with sqlite-vec loaded; None when there is no
+    vector table or it cannot be read here."""
+    for table in (f"{TABLE}_rowids", TABLE):
+        try:
+            return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        except sqlite3.Error:
+            continue
+    return None
 
 
 _LEGACY_KNN = (f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND k = ? "

@@ -5,6 +5,6 @@ budget policy.
     verdict = gate.run(evidence)          # every check, each a small function
     print(verdict.text())                 # MEMORY-HEALTH: 11/11 GREEN
 
-Depends on `memory_core` and `telemetry.record` only. Import-light: the session-start hook
+Depends on `memory_core` (and the stdlib-only `telemetry.catalog` data) only. Import-light: the session-start hook
 runs the gate; httpx is imported only when embeddings are configured.
 """

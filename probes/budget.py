@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import math
 
+from memory_core import outbox
 from memory_core.db import write
+from memory_core.meta import get_meta, set_meta
 from probes.errors import AlertPayloadError
-from telemetry import record
 
 try:
     from _blake2 import blake2b as _blake2b
@@ -182,7 +183,7 @@ def _store(conn, d: Decision) -> None:
         "INSERT INTO alert_decisions(ts_ns, route, alertname, fingerprint, severity, status, decision, "
         "detail) VALUES (?,?,?,?,?,?,?,?)",
         (_ns(d.ts), d.route, d.alertname, d.fingerprint, d.severity, d.status, d.decision, d.detail))
-    record.bump(conn, "memhealth_alert_decisions_total", {"route": d.route, "decision": d.decision})
+    outbox.bump(conn, "memhealth_alert_decisions_total", {"route": d.route, "decision": d.decision})
 
 
 def _digest_due(conn, route: str, now: float, cfg: dict) -> Decision | None:
@@ -190,8 +191,7 @@ def _digest_due(conn, route: str, now: float, cfg: dict) -> Decision | None:
     size = cfg["alerts"]["window_h"] * 3600.0
     current = window_start(now, cfg)
     key = f"alerts.digest_sent.{route}"
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    sent_upto = float(row[0]) if row else 0.0
+    sent_upto = float(get_meta(conn, key, "0"))
     last = conn.execute(
         "SELECT max(ts_ns) FROM alert_decisions WHERE route = ? AND decision = 'folded' AND ts_ns < ?",
         (route, _ns(current))).fetchone()[0]
@@ -199,8 +199,7 @@ def _digest_due(conn, route: str, now: float, cfg: dict) -> Decision | None:
         return None
     start = math.floor((last / 1e9) / size) * size
     summary = digest(conn, route, start, start + size)
-    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                 "value = excluded.value", (key, repr(start + size)))
+    set_meta(conn, key, repr(start + size))
     return Decision(now, route, "digest", f"digest:{route}:{start:.0f}", "note", "firing", "digest",
                     f"{summary['folded']} alert(s) folded in the window; noisiest: {summary['noisiest']}",
                     digest=summary)
@@ -266,7 +265,7 @@ def decide(conn, alerts: list[dict], now: float, cfg: dict, route: str | None = 
                     out.append(meta)
         for r in sorted(routes):
             remaining = max(per_window - pages_used(conn, r, start, now), 0)
-            record.set_gauge(conn, "memhealth_alert_budget_remaining", float(remaining), {"route": r})
+            outbox.set_gauge(conn, "memhealth_alert_budget_remaining", float(remaining), {"route": r})
     return out
 
 

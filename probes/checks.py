@@ -13,6 +13,8 @@ import re
 import sys
 
 from memory_core.db import write
+from memory_core.meta import set_meta
+from memory_core.vectors import vector_count
 from probes.result import CheckResult, ago, green, note, red
 
 MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
@@ -75,18 +77,6 @@ def vec_table_width(conn) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def vector_count(ev) -> int | None:
-    """Vectors stored, without loading the extension (the vec0 rowid shadow table)."""
-    if ev.has_table("chunks_vec_rowids"):
-        return ev.conn.execute("SELECT count(*) FROM chunks_vec_rowids").fetchone()[0]
-    if ev.has_table("chunks_vec"):
-        try:
-            return ev.conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
-        except Exception:
-            return None
-    return None
-
-
 def vector_coverage(ev) -> CheckResult:
     """NOTE without embeddings; RED when sqlite-vec cannot load, the table's width is not
     [embedding].dim, or fewer than gate.vector_coverage_min of the chunks have a vector."""
@@ -109,7 +99,7 @@ def vector_coverage(ev) -> CheckResult:
     (chunks,) = ev.conn.execute("SELECT count(*) FROM chunks").fetchone()
     if not chunks:
         return green("no chunks yet: nothing to embed")
-    vectors = vector_count(ev) or 0
+    vectors = vector_count(ev.conn) or 0
     ratio = min(vectors, chunks) / chunks
     floor = ev.cfg["gate"]["vector_coverage_min"]
     detail = f"{min(vectors, chunks)}/{chunks} chunks have vectors ({ratio:.1%})"
@@ -188,7 +178,7 @@ def index_integrity(ev) -> CheckResult:
         (indexed,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
         if indexed != chunks:
             problems.append((f"full-text index holds {indexed} rows for {chunks} chunks", fts_fix))
-    vectors = vector_count(ev)
+    vectors = vector_count(ev.conn)
     if vectors is not None and vectors > chunks:
         problems.append((f"{vectors - chunks} more vectors than chunks (vectors of deleted chunks)",
                          "memhealth embed --rebuild (re-syncs vectors with chunks)"))
@@ -210,8 +200,7 @@ def index_integrity(ev) -> CheckResult:
         if not problems:
             try:
                 with write(conn):
-                    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                                 "SET value = excluded.value", (FULL_CHECK_KEY, str(ev.now_ns)))
+                    set_meta(conn, FULL_CHECK_KEY, ev.now_ns)
             except Exception:  # a read-only store still gets its verdict; it re-checks next time
                 pass
     if problems:

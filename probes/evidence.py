@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import time
 
-STATE_DIR = ".memhealth"  # the same name memhealth.project uses; probes may not import memhealth
+from memory_core.layout import DB_NAME, SPILL_NAME, STATE_DIR
+from memory_core.meta import get_meta
 
 
 class Evidence:
@@ -36,7 +37,7 @@ class Evidence:
         self.now = time.time() if now is None else float(now)
         self.session_id = session_id
         self.deadline = deadline
-        self.trace = trace  # a telemetry.record.Trace for probe spans, or None
+        self.trace = trace  # a memory_core.outbox.Trace for probe spans, or None
         self._tables: set[str] | None = None
         self._meta: dict[str, str | None] = {}
 
@@ -46,11 +47,11 @@ class Evidence:
 
     @property
     def db_path(self) -> str:
-        return os.path.join(self.state_dir, "memory.db")
+        return os.path.join(self.state_dir, DB_NAME)
 
     @property
     def spill_path(self) -> str:
-        return os.path.join(self.state_dir, "spill.ndjson")
+        return os.path.join(self.state_dir, SPILL_NAME)
 
     @property
     def settings_paths(self) -> list[str]:
@@ -66,8 +67,7 @@ class Evidence:
 
     def meta(self, key: str) -> str | None:
         if key not in self._meta:
-            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-            self._meta[key] = row[0] if row else None
+            self._meta[key] = get_meta(self.conn, key)
         return self._meta[key]
 
     def last_activity_ns(self) -> int | None:

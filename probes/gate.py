@@ -15,11 +15,11 @@ import json
 import os
 import time
 
+from memory_core import heartbeat, outbox, spill
 from memory_core.db import write
 from memory_core.errors import MemoryCoreError, StoreError
 from probes import checks, heartbeats, novelty
 from probes.result import RED, CheckResult
-from telemetry import record
 from telemetry.catalog import EMBEDDING_STATES, GATE_STATUS_VALUES
 
 
@@ -138,18 +138,18 @@ def store(conn, verdict: Verdict, session_id: str | None, ts_ns: int) -> int:
             "VALUES (?,?,?,?,?,?,?)",
             [(run_id, r.name, r.status, r.state, r.detail, r.fix or None, r.duration_ms)
              for r in verdict.results])
-        record.bump(conn, "memhealth_gate_runs_total", {"verdict": verdict.verdict})
+        outbox.bump(conn, "memhealth_gate_runs_total", {"verdict": verdict.verdict})
         for r in verdict.results:
-            record.set_gauge(conn, "memhealth_gate_check_status", GATE_STATUS_VALUES[r.status],
+            outbox.set_gauge(conn, "memhealth_gate_check_status", GATE_STATUS_VALUES[r.status],
                              {"check": r.name})
         probe = verdict.get("embedding_path")
         if probe is not None and probe.state in EMBEDDING_STATES:
             for state in EMBEDDING_STATES:
-                record.set_gauge(conn, "memhealth_embedding_state", 1.0 if state == probe.state else 0.0,
+                outbox.set_gauge(conn, "memhealth_embedding_state", 1.0 if state == probe.state else 0.0,
                                  {"state": state})
             if "probe_s" in probe.extra:
-                record.set_gauge(conn, "memhealth_embedding_probe_duration_seconds", probe.extra["probe_s"])
-            record.set_gauge(conn, "memhealth_embedding_warmup_seconds",
+                outbox.set_gauge(conn, "memhealth_embedding_probe_duration_seconds", probe.extra["probe_s"])
+            outbox.set_gauge(conn, "memhealth_embedding_warmup_seconds",
                              probe.extra.get("warmup_s", 0.0) if probe.state == "cold" else 0.0)
     return run_id
 
@@ -167,12 +167,12 @@ def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
     t0 = time.perf_counter()
     own_trace = trace is None
     if own_trace:
-        trace = record.Trace()
+        trace = outbox.Trace()
     root = trace.span("memhealth.gate", **{"session.id": ev.session_id or ""})
     ev.trace = trace
     hb_id = None
     try:
-        hb_id = record.heartbeat_start(conn, "gate", ev.session_id, trace.trace_id, started_ns)
+        hb_id = heartbeat.start(conn, "gate", ev.session_id, trace.trace_id, started_ns)
     except (StoreError, MemoryCoreError):
         hb_id = None
     results = run_checks(ev, selected, trace)
@@ -183,13 +183,13 @@ def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
     try:
         verdict.run_id = store(conn, verdict, ev.session_id, ev.now_ns)
         if hb_id is not None:
-            record.heartbeat_finish(conn, hb_id, "gate", started_ns, "ok", detail=detail,
+            heartbeat.finish(conn, hb_id, "gate", started_ns, "ok", detail=detail,
                                     trace=trace if (own_trace and write_trace) else None,
                                     ended_ns=started_ns + int((time.perf_counter() - t0) * 1e9))
         else:
             raise StoreError("the gate's heartbeat could not be started")
     except (StoreError, MemoryCoreError) as exc:
-        record.spill(os.path.join(ev.state_dir, "spill.ndjson"), {
+        spill.append(ev.spill_path, {
             "kind": "heartbeat", "id": hb_id, "hook": "gate", "session_id": ev.session_id,
             "pid": os.getpid(), "trace_id": trace.trace_id, "started_ns": started_ns,
             "ended_ns": started_ns + int((time.perf_counter() - t0) * 1e9), "outcome": "error", "reason": getattr(exc, "reason", "store"),

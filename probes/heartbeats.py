@@ -17,10 +17,11 @@ import json
 import os
 import re
 
+from memory_core import heartbeat, spill
 from memory_core.db import write
 from memory_core.intent import system_turn
+from memory_core.meta import get_meta, set_meta
 from probes.result import CheckResult, ago, green, note, red
-from telemetry import record
 
 _OURS = re.compile(r"memhealth.*\bhook\s+([a-z][a-z-]*)\s*$")
 SESSIONS_KEY = "gate.sessions"  # meta: the last few SessionStarts and their transcript sizes
@@ -80,17 +81,14 @@ def remember_session(conn, session_id: str | None, transcript_path: str | None, 
             size = os.path.getsize(transcript_path)
         except OSError:
             size = 0  # not written yet: everything in it later is growth
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SESSIONS_KEY,)).fetchone()
     try:
-        sessions = json.loads(row[0]) if row else []
+        sessions = json.loads(get_meta(conn, SESSIONS_KEY) or "[]")
     except ValueError:
         sessions = []
     sessions = [s for s in sessions if isinstance(s, dict) and s.get("sid") != session_id]
     sessions.append({"sid": session_id, "transcript": transcript_path, "size": size, "ts_ns": now_ns})
     with write(conn):
-        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                     "SET value = excluded.value",
-                     (SESSIONS_KEY, json.dumps(sessions[-KEEP_SESSIONS:])))
+        set_meta(conn, SESSIONS_KEY, json.dumps(sessions[-KEEP_SESSIONS:]))
 
 
 def count_prompts(path: str, offset: int, limit: int = MAX_TRANSCRIPT_READ) -> int:
@@ -137,7 +135,7 @@ def _spilled(ev) -> tuple[int, list[str]]:
     """Rows still waiting outside the database after a drain attempt."""
     if os.path.exists(ev.spill_path):
         try:
-            record.drain_spill(ev.conn, ev.spill_path)
+            spill.drain(ev.conn, ev.spill_path)
         except Exception:  # a failed drain leaves the file; we count it below
             pass
     count, files = 0, []
@@ -157,7 +155,7 @@ def hook_heartbeats(ev) -> CheckResult:
     """RED when a wired hook's latest run failed or was killed, when a hook stopped firing
     across a session boundary, or when rows sit in the spill file; idle is green."""
     conn, cfg = ev.conn, ev.cfg
-    record.reap_killed(conn, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
+    heartbeat.reap_killed(conn, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
     expected, _timeouts, problems = wired_hooks(ev.settings_paths)
     reds: list[tuple[str, str]] = []
     notes: list[str] = []

@@ -22,6 +22,8 @@ import time
 
 from memory_core.db import connect, sqlite3
 from memory_core.errors import StoreError
+from memory_core.meta import get_meta
+from memory_core.vectors import vector_count
 from telemetry.catalog import CATALOG, EMBEDDING_STATES, GATE_STATUS_VALUES, METRICS, Metric
 
 INF = float("inf")
@@ -85,25 +87,6 @@ def _table_exists(conn, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
-def _meta(conn, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def vector_count(conn) -> int | None:
-    """Rows in the sqlite-vec table without loading the extension (its rowid shadow table);
-    None when there is no vector table."""
-    for table in ("chunks_vec_rowids",):
-        if _table_exists(conn, table):
-            return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    if _table_exists(conn, "chunks_vec"):
-        try:
-            return conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
-        except sqlite3.Error:
-            return None
-    return None
-
-
 def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | None = 900.0,
                   scrape_errors: float = 0.0) -> list[Family]:
     """Every catalog metric with its current samples, read cheaply from `conn`.
@@ -112,10 +95,10 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
     store still gets read). Closed label vocabularies are filled with zeros."""
     now_ns = now_ns or time.time_ns()
     if killed_after_s is not None:
-        from telemetry import record
+        from memory_core import heartbeat
 
         try:
-            record.reap_killed(conn, killed_after_s, now_ns=now_ns)
+            heartbeat.reap_killed(conn, killed_after_s, now_ns=now_ns)
         except (StoreError, sqlite3.Error):
             pass
     families = {m.name: Family(m) for m in METRICS}
@@ -186,10 +169,10 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
     if not any(fam.samples.values()) and current_state is not None:
         fam.samples = {(s,): 1.0 if s == current_state else 0.0 for s in EMBEDDING_STATES}
 
-    last_id = int(_meta(conn, META_EXPORT_LAST_ID) or 0)
+    last_id = int(get_meta(conn, META_EXPORT_LAST_ID) or 0)
     (backlog,) = conn.execute("SELECT count(*) FROM spans WHERE id > ?", (last_id,)).fetchone()
     families["memhealth_outbox_backlog_spans"].samples[()] = float(backlog)
-    last_ok = int(_meta(conn, META_EXPORT_LAST_SUCCESS) or 0)
+    last_ok = int(get_meta(conn, META_EXPORT_LAST_SUCCESS) or 0)
     families["memhealth_export_last_success_timestamp_seconds"].samples[()] = last_ok / 1e9
     families["memhealth_scrape_errors_total"].samples[()] = float(scrape_errors)
 

@@ -30,6 +30,7 @@ import time
 
 from memory_core.db import sqlite3, write
 from memory_core.errors import StoreError
+from memory_core.meta import get_meta, init_meta, set_meta
 from telemetry.collector import (
     META_EXPORT_LAST_ID,
     META_EXPORT_LAST_SUCCESS,
@@ -84,34 +85,23 @@ def service_version() -> str:
     except metadata.PackageNotFoundError:
         return "0+unknown"
 
-def _meta(conn, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def _set_meta(conn, key: str, value) -> None:
-    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
-                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, str(value)))
-
-
 def project_id(conn) -> str:
     """A short random identifier for the project, kept in meta: never the path."""
-    value = _meta(conn, META_PROJECT_ID)
+    value = get_meta(conn, META_PROJECT_ID)
     if value:
         return value
     try:
         with write(conn):
-            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
-                         (META_PROJECT_ID, os.urandom(6).hex()))
+            init_meta(conn, META_PROJECT_ID, os.urandom(6).hex())
     except StoreError:
         return "unknown"
-    return _meta(conn, META_PROJECT_ID) or "unknown"
+    return get_meta(conn, META_PROJECT_ID) or "unknown"
 
 
 def watermark(conn) -> int:
     """Highest span row id acknowledged by the collector (0 = none)."""
     try:
-        return int(_meta(conn, META_EXPORT_LAST_ID) or 0)
+        return int(get_meta(conn, META_EXPORT_LAST_ID) or 0)
     except ValueError:
         return 0
 
@@ -149,7 +139,7 @@ def apply_retention(conn, retention_days: float, now_ns: int | None = None) -> i
             if len(old) < 5000:
                 break
         if unexported:
-            from telemetry.record import bump
+            from memory_core.outbox import bump
 
             bump(conn, "memhealth_outbox_dropped_spans_total", {"reason": "retention"}, unexported)
     return unexported
@@ -491,10 +481,10 @@ class OtlpExporter:
                     return
             last_id = rows[-1][0]
             with write(conn):
-                _set_meta(conn, META_EXPORT_LAST_ID, last_id)
-                _set_meta(conn, META_EXPORT_LAST_SUCCESS, time.time_ns())
-                _set_meta(conn, META_EXPORT_LAST_ERROR, "")
-                from telemetry.record import bump
+                set_meta(conn, META_EXPORT_LAST_ID, last_id)
+                set_meta(conn, META_EXPORT_LAST_SUCCESS, time.time_ns())
+                set_meta(conn, META_EXPORT_LAST_ERROR, "")
+                from memory_core.outbox import bump
 
                 if spans:
                     bump(conn, "memhealth_exported_spans_total", None, len(spans))
@@ -506,12 +496,11 @@ class OtlpExporter:
                 break  # the rest ships next run; one run stays within its time budget
         if not metrics or time.monotonic() - t0 > self.timeout_s:
             return
-        start = _meta(conn, META_METRICS_START)
+        start = get_meta(conn, META_METRICS_START)
         if start is None:
             start = str(now_ns)
             with write(conn):
-                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
-                             (META_METRICS_START, start))
+                start = init_meta(conn, META_METRICS_START, start)
         families = read_families(conn, now_ns=now_ns, killed_after_s=None, scrape_errors=scrape_errors)
         data = metrics_data(families, resource, int(start), now_ns)
         self._log.message = None
@@ -520,8 +509,8 @@ class OtlpExporter:
             return
         result.metrics_sent = sum(len(sm.metrics) for rm in data.resource_metrics for sm in rm.scope_metrics)
         with write(conn):
-            _set_meta(conn, META_EXPORT_LAST_SUCCESS, time.time_ns())
-            _set_meta(conn, META_EXPORT_LAST_ERROR, "")
+            set_meta(conn, META_EXPORT_LAST_SUCCESS, time.time_ns())
+            set_meta(conn, META_EXPORT_LAST_ERROR, "")
 
     def _fail(self, conn, result: ExportResult, what: str) -> None:
         result.ok = False
@@ -529,8 +518,8 @@ class OtlpExporter:
                        f"{self._log.message or 'collector refused or unreachable'}"
         try:
             with write(conn):
-                _set_meta(conn, META_EXPORT_LAST_ERROR, result.error)
-                _set_meta(conn, META_EXPORT_LAST_ERROR_AT, time.time_ns())
+                set_meta(conn, META_EXPORT_LAST_ERROR, result.error)
+                set_meta(conn, META_EXPORT_LAST_ERROR_AT, time.time_ns())
         except StoreError:
             pass
 

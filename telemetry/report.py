@@ -16,6 +16,7 @@ import time
 
 from memory_core.db import sqlite3
 from memory_core.errors import StoreError
+from memory_core.meta import meta_with_prefix
 from telemetry.catalog import INJECTION_OUTCOMES
 
 DAY_NS = 86400 * 10 ** 9
@@ -45,7 +46,7 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
     now_ns = now_ns or time.time_ns()
     since = now_ns - int(days * DAY_NS)
     if killed_after_s is not None:
-        from telemetry.record import reap_killed
+        from memory_core.heartbeat import reap_killed
 
         try:
             reap_killed(conn, killed_after_s, now_ns=now_ns)
@@ -178,7 +179,7 @@ def _alerts(conn, since: int) -> list[dict]:
 
 
 def _telemetry(conn) -> dict:
-    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'export.%'").fetchall())
+    meta = meta_with_prefix(conn, "export.")
     last_id = int(meta.get("export.spans.last_id") or 0)
     (backlog,) = conn.execute("SELECT count(*) FROM spans WHERE id > ?", (last_id,)).fetchone()
     last_ok = int(meta.get("export.last_success_ns") or 0)

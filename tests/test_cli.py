@@ -51,6 +51,18 @@ def test_the_prompt_hook_on_a_non_intent_prompt_imports_nothing_heavy(project, p
     assert "memhealth.hooks" in loaded  # the measurement saw the hook path
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     assert heavy == []
+    # the import budget: growing the hook path means changing this list on purpose
+    ours = {m for m in loaded if m.split(".")[0] in ("memhealth", "memory_core", "probes", "telemetry")}
+    assert ours <= HOOK_PATH_MODULES, sorted(ours - HOOK_PATH_MODULES)
+
+
+HOOK_PATH_MODULES = {
+    "memhealth", "memhealth.cli", "memhealth.config", "memhealth.errors", "memhealth.handlers",
+    "memhealth.hooks", "memhealth.project",
+    "memory_core", "memory_core.db", "memory_core.errors", "memory_core.heartbeat", "memory_core.intent",
+    "memory_core.layout", "memory_core.outbox", "memory_core.schema", "memory_core.text", "memory_core.tx",
+    "telemetry", "telemetry.catalog",
+}
 
 
 def test_cli_commands_leave_their_spans_in_the_outbox(project):

@@ -10,8 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from memory_core import heartbeat, outbox
 from memory_core.db import connect, write
-from telemetry import record
 from telemetry.catalog import HOOK_OUTCOMES, HOOKS, INJECTION_OUTCOMES, METRICS
 from telemetry.collector import StoreCollector
 from tests.conftest import require_binary
@@ -34,8 +34,8 @@ def scrape(path, **kw):
 
 def invoke(conn, hook, outcome="ok", seconds=0.02, reason=None):
     start = time.time_ns() - int(seconds * 1e9)
-    hb = record.heartbeat_start(conn, hook, "s1", started_ns=start)
-    record.heartbeat_finish(conn, hb, hook, start, outcome, reason=reason,
+    hb = heartbeat.start(conn, hook, "s1", started_ns=start)
+    heartbeat.finish(conn, hb, hook, start, outcome, reason=reason,
                             ended_ns=start + int(seconds * 1e9))
 
 
@@ -177,9 +177,9 @@ def test_a_locked_store_serves_the_last_good_values_and_counts_a_scrape_error(db
 def test_label_sets_that_do_not_match_the_catalog_are_not_exported(db):
     path, conn = db
     with write(conn):
-        record.bump(conn, "memhealth_degradations_total",
+        outbox.bump(conn, "memhealth_degradations_total",
                     {"component": "embed", "reason": "timeout", "path": "/home/secret"})
-        record.bump(conn, "memhealth_degradations_total", {"component": "embed", "reason": "timeout"})
+        outbox.bump(conn, "memhealth_degradations_total", {"component": "embed", "reason": "timeout"})
     registry, _ = scrape(path)
     text = generate_latest(registry).decode()
     assert "/home/secret" not in text
@@ -193,10 +193,10 @@ def test_promtool_check_metrics_passes_on_the_exposition(db):
     invoke(conn, "prompt")
     invoke(conn, "session-start", "error", reason="config")
     with write(conn):
-        record.insert_decision(conn, {"hook": "prompt", "outcome": "injected", "retrieval_ms": 4.0})
-        record.insert_degradation(conn, "embed", "unreachable")
-        record.bump(conn, "memhealth_alert_decisions_total", {"route": "pager", "decision": "paged"})
-        record.set_gauge(conn, "memhealth_alert_budget_remaining", 1, {"route": "pager"})
+        outbox.insert_decision(conn, {"hook": "prompt", "outcome": "injected", "retrieval_ms": 4.0})
+        outbox.insert_degradation(conn, "embed", "unreachable")
+        outbox.bump(conn, "memhealth_alert_decisions_total", {"route": "pager", "decision": "paged"})
+        outbox.set_gauge(conn, "memhealth_alert_budget_remaining", 1, {"route": "pager"})
     registry, _ = scrape(path)
     text = generate_latest(registry)
     proc = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=30)

@@ -21,7 +21,7 @@ from memory_core.embed import (
     forget_process_state,
     log_degradation_once,
 )
-from telemetry.record import Trace
+from memory_core.outbox import Trace
 from tests.conftest import clean_env, run_cli
 from tests.ollama_standin import OllamaStandin, closed_url, vector
 

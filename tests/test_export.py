@@ -13,7 +13,7 @@ import pytest
 
 from memhealth.config import load
 from memory_core.db import connect, write
-from telemetry import record
+from memory_core.outbox import Trace
 from telemetry.export import OtlpExporter, export_once
 from tests.conftest import clean_env, payload, run_cli, run_hook
 from tests.otlp_receiver import GrpcOtlpReceiver, OtlpReceiver
@@ -186,7 +186,7 @@ def test_expired_unexported_spans_are_dropped_counted_and_the_newest_row_is_kept
     old = time.time_ns() - 30 * 86400 * 10 ** 9
     with write(conn):
         for i in range(3):
-            trace = record.Trace()
+            trace = Trace()
             with trace.span("old"):
                 pass
             trace.spans[0].start_ns = trace.spans[0].end_ns = old + i

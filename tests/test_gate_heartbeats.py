@@ -62,9 +62,9 @@ def test_prompts_the_prompt_hook_saw_keep_the_boundary_green(project, tmp_path):
 
 
 def test_a_hook_killed_mid_run_is_reported_as_killed_and_red(project):
-    script = ("import sys, time; from memory_core.db import connect; from telemetry import record\n"
+    script = ("import sys, time; from memory_core.db import connect; from memory_core import heartbeat\n"
               "conn = connect(sys.argv[1])\n"
-              "record.heartbeat_start(conn, 'prompt', 's1', started_ns=time.time_ns() - 5_000_000_000)\n"
+              "heartbeat.start(conn, 'prompt', 's1', started_ns=time.time_ns() - 5_000_000_000)\n"
               "print('started', flush=True); time.sleep(60)\n")
     db = os.path.join(str(project), ".memhealth", "memory.db")
     proc = subprocess.Popen([sys.executable, "-c", script, db], cwd=REPO, stdout=subprocess.PIPE,

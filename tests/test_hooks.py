@@ -216,7 +216,7 @@ def test_sixteen_concurrent_hook_processes_lose_no_heartbeat_and_never_lock_out(
 
 def test_a_hook_killed_mid_work_is_counted_as_killed(project):
     from memory_core.db import connect
-    from telemetry.record import reap_killed
+    from memory_core.heartbeat import reap_killed
 
     prompt = "should we rebuild the vector index " * 40000  # enough work to stop it mid-way
     body = json.dumps(payload("prompt", project, prompt=prompt)).encode()

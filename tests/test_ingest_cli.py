@@ -102,7 +102,7 @@ def test_a_trace_gets_an_ingest_span_with_one_child_per_source(tmp_path):
     from memhealth.config import defaults
     from memory_core.db import connect
     from memory_core.ingest import run_ingest
-    from telemetry.record import Trace
+    from memory_core.outbox import Trace
 
     (tmp_path / "README.md").write_text("# R\ntext\n", encoding="utf-8")
     cfg = defaults()

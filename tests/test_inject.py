@@ -10,7 +10,7 @@ import pytest
 from memhealth.config import load
 from memory_core import inject
 from memory_core.db import connect, write
-from telemetry.record import Trace
+from memory_core.outbox import Trace
 from tests.conftest import clean_env, payload, rows, run_hook
 
 COMMON = ("the a service request code file test change update value data error user time system "

@@ -1,9 +1,12 @@
 """The dependency direction in DESIGN.md, checked on the source.
 
-- memory_core imports no sibling package except telemetry.record;
-- probes imports memory_core, telemetry.record and telemetry.catalog (pure data, stdlib only);
-- telemetry.record and telemetry.catalog import only the standard library (record: + catalog);
-- telemetry never imports the application (memhealth);
+- memory_core is the ground floor: it owns the store and its whole write path, and imports
+  no sibling except the metric catalog (telemetry.catalog: pure data, stdlib only);
+- probes imports memory_core and the catalog;
+- the catalog imports only the standard library;
+- telemetry reads the store and exports: it may import memory_core and probes, never the
+  application (memhealth); nothing below telemetry imports it (but the catalog);
+- no cycle between packages;
 - heavy libraries are imported at module level only where they are the point.
 """
 
@@ -49,25 +52,68 @@ def ours(names: set[str]) -> set[str]:
     return {n for n in names if n.split(".")[0] in OURS}
 
 
+CATALOG = {"telemetry", "telemetry.catalog"}  # `from telemetry import catalog` names both
+
+
 @pytest.mark.parametrize("path, tree", list(modules("memory_core")), ids=lambda v: v if isinstance(v, str) else "")
-def test_the_memory_core_imports_only_itself_and_the_recorder(path, tree):
-    bad = {n for n in ours(imported(tree)) if n.split(".")[0] != "memory_core"} - {"telemetry", "telemetry.record"}
+def test_the_memory_core_imports_only_itself_and_the_catalog(path, tree):
+    bad = {n for n in ours(imported(tree)) if n.split(".")[0] != "memory_core"} - CATALOG
     assert bad == set(), path
 
 
 @pytest.mark.parametrize("path, tree", list(modules("probes")), ids=lambda v: v if isinstance(v, str) else "")
-def test_probes_import_the_memory_core_and_the_recorder_only(path, tree):
-    allowed = {"telemetry", "telemetry.record", "telemetry.catalog"}
-    bad = {n for n in ours(imported(tree)) if n.split(".")[0] not in ("memory_core", "probes")} - allowed
+def test_probes_import_the_memory_core_and_the_catalog_only(path, tree):
+    bad = {n for n in ours(imported(tree)) if n.split(".")[0] not in ("memory_core", "probes")} - CATALOG
     assert bad == set(), path
 
 
-@pytest.mark.parametrize("name, allowed", [("record", {"telemetry.catalog"}), ("catalog", set())])
-def test_the_recorder_and_the_catalog_import_only_the_standard_library(name, allowed):
-    tree = ast.parse(open(os.path.join(REPO, "telemetry", f"{name}.py"), encoding="utf-8").read())
-    names = imported(tree) - {"__future__"} - allowed - {"telemetry"}
+def test_the_catalog_imports_only_the_standard_library():
+    tree = ast.parse(open(os.path.join(REPO, "telemetry", "catalog.py"), encoding="utf-8").read())
+    names = imported(tree) - {"__future__"}
     non_stdlib = {n for n in names if n.split(".")[0] not in sys.stdlib_module_names}
     assert non_stdlib == set()
+
+
+def test_the_write_path_lives_in_the_store_package():
+    """Transactions, heartbeats, spans, decisions and the spill are the store's: telemetry has no writer module."""
+    assert not os.path.exists(os.path.join(REPO, "telemetry", "record.py"))
+    for name in ("tx", "outbox", "heartbeat", "spill", "meta", "layout"):
+        assert os.path.exists(os.path.join(REPO, "memory_core", f"{name}.py")), name
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Package -> packages it imports; the catalog is a leaf of its own ("catalog")."""
+    graph: dict[str, set[str]] = {p: set() for p in OURS + ("catalog",)}
+    for package in OURS:
+        for path, tree in modules(package):
+            src = "catalog" if path == os.path.join("telemetry", "catalog.py") else package
+            for name in ours(imported(tree)) - {"telemetry"}:  # `from telemetry import x` also names x
+                dst = "catalog" if name == "telemetry.catalog" else name.split(".")[0]
+                if dst != src:
+                    graph[src].add(dst)
+    return graph
+
+
+def test_no_cycle_between_packages():
+    graph = package_graph()
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            assert state.get(nxt) != 1, " -> ".join(path + [nxt])
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+def test_nothing_below_telemetry_imports_it_except_the_catalog():
+    graph = package_graph()
+    assert "telemetry" not in graph["memory_core"] | graph["probes"] | graph["catalog"]
 
 
 @pytest.mark.parametrize("path, tree", list(modules("telemetry")), ids=lambda v: v if isinstance(v, str) else "")

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from memhealth.config import defaults
 from memory_core import db, vectors
 from memory_core.embed import OllamaClient, forget_process_state
+from memory_core.outbox import Trace
 from memory_core.search import RRF_K, search
 from memory_core.text import clean
-from telemetry.record import Trace
 from tests.conftest import clean_env, run_cli
 from tests.ollama_standin import OllamaStandin, closed_url
 

@@ -63,7 +63,7 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
     one bad file. Raises UnknownSource for a bad name and StoreError when the store fails.
 
     `progress(source, done, total)` is called as files are processed; `trace` (a
-    telemetry.record.Trace) gets an `ingest` span with one child per source."""
+    memory_core.outbox.Trace) gets an `ingest` span with one child per source."""
     names = resolve_sources(sources, cfg)
     budget = float(cfg["ingest"]["budget_s"] if budget_s is None else budget_s)
     run = Run(conn, project_root, cfg, budget, progress)

@@ -46,6 +46,7 @@ from memory_core.ingest.base import SIGNAL_WEIGHTS, Run, SourceReport
 from memory_core.ingest.chunking import MAX_CHARS, Piece, split_bounded, split_lines
 from memory_core.ingest.filesource import discover
 from memory_core.intent import system_turn
+from memory_core.meta import get_meta
 
 META_TRANSCRIPT_DIR = "last_transcript_dir"
 COMPACTION_PROMPT = "Your task is to create a detailed summary of the conversation so far"
@@ -177,9 +178,8 @@ def projects_dir(environ=None) -> str:
 def auto_dir(conn, project_root: str, environ=None) -> tuple[str | None, list[str]]:
     """(the project's transcript directory or None, the places looked at)."""
     looked: list[str] = []
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_TRANSCRIPT_DIR,)).fetchone()
-    if row and row[0]:
-        recorded = row[0]
+    recorded = get_meta(conn, META_TRANSCRIPT_DIR)
+    if recorded:
         if recorded.endswith(".jsonl"):
             recorded = os.path.dirname(recorded)
         looked.append(recorded)

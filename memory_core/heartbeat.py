@@ -1,0 +1,105 @@
+"""Heartbeat rows: one per hook invocation, "started" before any work and completed after,
+so "did it stop firing?" is a query and a hook killed by its timeout shows as `killed`.
+
+    hb = start(conn, "prompt", session_id="s1")        # before any work
+    ...
+    finish(conn, hb, "prompt", started_ns, outcome="ok", trace=trace)   # one transaction
+
+Writers raise StoreError subclasses (memory_core.tx); a caller that cannot write the store
+spills the row instead (memory_core.spill).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from memory_core.outbox import Trace, bump, insert_decision, observe, set_gauge
+from memory_core.tx import write
+
+
+def start(conn, hook: str, session_id: str | None = None, trace_id: str | None = None,
+                    started_ns: int | None = None) -> int:
+    """Write the "started" row before any work; return its id. Raises StoreError."""
+    started_ns = started_ns or time.time_ns()
+    with write(conn):
+        cur = conn.execute(
+            "INSERT INTO heartbeats(hook, session_id, pid, trace_id, started_ns) VALUES (?,?,?,?,?)",
+            (hook, session_id, os.getpid(), trace_id, started_ns))
+        return cur.lastrowid
+
+
+def complete_row(conn, hb_id, hook, started_ns, ended_ns, outcome, reason, detail) -> None:
+    conn.execute(
+        "UPDATE heartbeats SET ended_ns = ?, outcome = ?, reason = ?, detail = ? WHERE id = ?",
+        (ended_ns, outcome, reason, (detail or "")[:500] or None, hb_id))
+    bump(conn, "memhealth_hook_invocations_total", {"hook": hook, "outcome": outcome})
+    observe(conn, "memhealth_hook_duration_seconds", max(ended_ns - started_ns, 0) / 1e9, {"hook": hook})
+    if outcome == "ok":
+        set_gauge(conn, "memhealth_hook_last_success_timestamp_seconds", ended_ns / 1e9, {"hook": hook})
+
+
+def finish(conn, hb_id: int, hook: str, started_ns: int, outcome: str = "ok",
+                     reason: str | None = None, detail: str | None = None,
+                     trace: Trace | None = None, decisions: list | None = None,
+                     ended_ns: int | None = None) -> None:
+    """Complete the heartbeat and write the invocation's spans and decisions, atomically."""
+    ended_ns = ended_ns or time.time_ns()
+    with write(conn):
+        complete_row(conn, hb_id, hook, started_ns, ended_ns, outcome, reason, detail)
+        for decision in decisions or ():
+            insert_decision(conn, decision)
+        if trace is not None:
+            trace.write(conn)
+
+
+def record_invocation(conn, hook: str, started_ns: int, outcome: str, reason=None, detail=None,
+                      session_id=None, trace: Trace | None = None, decisions=None) -> int:
+    """Insert a complete heartbeat in one transaction (used when no start row could be kept)."""
+    ended_ns = time.time_ns()
+    with write(conn):
+        cur = conn.execute(
+            "INSERT INTO heartbeats(hook, session_id, pid, trace_id, started_ns) VALUES (?,?,?,?,?)",
+            (hook, session_id, os.getpid(), trace.trace_id if trace else None, started_ns))
+        complete_row(conn, cur.lastrowid, hook, started_ns, ended_ns, outcome, reason, detail)
+        for decision in decisions or ():
+            insert_decision(conn, decision)
+        if trace is not None:
+            trace.write(conn)
+        return cur.lastrowid
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_killed(conn, killed_after_s: float, now_ns: int | None = None, min_age_s: float = 0.0) -> int:
+    """Mark started-but-never-completed heartbeats as killed; return how many.
+
+    A row is killed when its process is gone (and the row is older than `min_age_s`), or
+    when it is older than `killed_after_s` whatever its pid says (pids are reused)."""
+    now_ns = now_ns or time.time_ns()
+    rows = conn.execute(
+        "SELECT id, hook, pid, started_ns FROM heartbeats WHERE outcome IS NULL").fetchall()
+    dead = [(i, hook) for i, hook, pid, started in rows
+            if (now_ns - started) > killed_after_s * 1e9
+            or ((now_ns - started) > min_age_s * 1e9 and not _pid_alive(pid))]
+    if not dead:
+        return 0
+    with write(conn):
+        for hb_id, hook in dead:
+            cur = conn.execute(
+                "UPDATE heartbeats SET outcome = 'killed', reason = 'killed', "
+                "detail = 'started, never completed (timeout or kill)' WHERE id = ? AND outcome IS NULL",
+                (hb_id,))
+            if cur.rowcount:
+                bump(conn, "memhealth_hook_invocations_total", {"hook": hook, "outcome": "killed"})
+    return len(dead)

@@ -1,0 +1,13 @@
+"""Where a project's state lives: the `.memhealth/` layout, named once for every layer.
+
+    os.path.join(root, STATE_DIR, DB_NAME)     # .memhealth/memory.db
+
+The lowest layer owns these names so the hook runner, the checks and the installer agree
+on them without importing each other.
+"""
+
+STATE_DIR = ".memhealth"
+DB_NAME = "memory.db"
+CONFIG_NAME = "config.toml"
+SPILL_NAME = "spill.ndjson"  # rows a process could not write to the store wait here
+MEMORY_DIR = "memory"        # .memhealth/memory/: memory files the project keeps
