@@ -61,6 +61,7 @@ HOOK_PATH_MODULES = {
     "memhealth.hooks", "memhealth.project",
     "memory_core", "memory_core.db", "memory_core.errors", "memory_core.heartbeat", "memory_core.intent",
     "memory_core.layout", "memory_core.outbox", "memory_core.schema", "memory_core.text", "memory_core.tx",
+    "memory_core.cues",  # prompt cues (symbols, on: prompt): indexed lookups, stdlib re/os only
     "telemetry", "telemetry.catalog",
 }
 
