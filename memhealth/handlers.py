@@ -114,12 +114,14 @@ def session_start_cues(ctx) -> str | None:
             with write(ctx.conn):  # re-arm even when no PreCompact hook ran before this start
                 ev._epoch = cues.new_epoch(ctx.conn, ctx.session_id, ev.now_ns)
         pinned = ev.pinned()
+        for m in pinned:  # the gate's cue_delivery check finds compaction starts by this
+            m.pattern = f"pinned at {source}"
         events = ev.match_event("session-start") + (ev.match_event("compact") if source == "compact" else [])
         why = (f"re-delivered after compaction: all {len(pinned)} pinned items" if source == "compact"
                else f"pinned at session start ({source}): {len(pinned)} items")
         text = ev.deliver(pinned, why, dedup=False, budget=cues.PINNED_BUDGET_CHARS, overflow="pinned")
         if not pinned:
-            ev.skip("pinned", "no_match", source)
+            ev.skip("pinned", "no_match", f"pinned at {source}")
         more = ev.deliver(events, f"cued by the {source} session start", dedup=False,
                           budget=cues.CUE_BUDGET_CHARS) if events else None
         ev.write(extra=lambda conn: cues.retain(conn, ev.now_ns))

@@ -284,6 +284,10 @@ CREATE TABLE file_reads (
     PRIMARY KEY (session_id, path, epoch)
 ) WITHOUT ROWID;
 CREATE INDEX file_reads_by_ts ON file_reads(ts_ns);
+
+-- when cue evaluation began in this store: tool calls before it were never evaluated
+INSERT OR REPLACE INTO meta(key, value)
+VALUES ('cues.since_ns', CAST(CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER) AS TEXT));
 """),
 ]
 

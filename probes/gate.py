@@ -37,6 +37,7 @@ CHECKS = (
     ("lineage_freshness", checks.lineage_freshness),
     ("index_integrity", checks.index_integrity),
     ("memory_files", checks.memory_files),
+    ("cue_delivery", checks.cue_delivery),
     ("render_novelty", novelty.render_novelty),
     ("embedding_path", _embedding_path),
     ("integrations", checks.integrations),
