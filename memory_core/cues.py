@@ -34,6 +34,7 @@ _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _SHELL_SPLIT = re.compile(r"[\s;|&<>()`]+")
 _PATHISH = re.compile(r"[\w.@+~-]*[/.][\w./@+~*-]*")
 _MAGIC = re.compile(r"[*?\[{]")
+_LINE_SUFFIX = re.compile(r":\d+(?::\d+)?:?$")
 _FILE_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
                "NotebookEdit": "notebook_path"}
 
@@ -136,10 +137,12 @@ def tool_touches(tool: str, tool_input, place: Place) -> tuple[list[str], list[s
             token = token.strip("'\"")
             if "=" in token:
                 token = token.split("=", 1)[1].strip("'\"")
-            if not token or token.startswith("-") or "://" in token or not _PATHISH.fullmatch(token):
+            if not token or token.startswith("-") or "://" in token:
                 continue
-            token = token.split("::", 1)[0]
-            token = re.sub(r":\d+(?::\d+)?$", "", token)  # path:line from grep/compilers
+            token = token.split("::", 1)[0]  # pytest node ids: path::test
+            token = _LINE_SUFFIX.sub("", token)  # path:line[:col] from grep and compilers
+            if not _PATHISH.fullmatch(token):
+                continue
             literal, whole = _literal_dir(token)
             if whole:
                 if _looks_like_file(token):
