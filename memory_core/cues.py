@@ -324,6 +324,7 @@ class Evaluation:
             if outcome == "fired":
                 fired[trigger] = fired.get(trigger, 0) + 1
         trace_id = self.trace.trace_id if self.trace is not None else None
+        epoch = self.epoch if self.session else None  # every audit row says which epoch it judged
         with write(self.conn):
             if self.session and self.deliveries:
                 self.conn.executemany(
@@ -334,7 +335,7 @@ class Evaluation:
                 "INSERT INTO cue_audit(ts_ns, session_id, trace_id, event, trigger, item_id, outcome, reason, "
                 "epoch, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 [(self.now_ns, self.session or None, trace_id, self.event, trigger, item_id, outcome, reason,
-                  self._epoch, (detail or "")[:300] or None)
+                  epoch, (detail or "")[:300] or None)
                  for trigger, item_id, outcome, reason, detail in self.audit])
             for (trigger, outcome), n in counts.items():
                 bump(self.conn, "memhealth_cue_evaluations_total", {"trigger": trigger, "outcome": outcome}, n)
@@ -349,7 +350,7 @@ class Evaluation:
                 "memhealth.cue.trigger": ",".join(sorted({k[0] for k in counts})),
                 "memhealth.cue.outcome": "fired" if self.fired else ",".join(outcomes),
                 "memhealth.cue.count": len(self.audit), "memhealth.cue.fired": self.fired,
-                "memhealth.cue.epoch": self._epoch if self._epoch is not None else -1})
+                "memhealth.cue.epoch": epoch if epoch is not None else -1})
             span.start_ns = self.now_ns
             span.end()
 
