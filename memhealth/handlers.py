@@ -211,9 +211,7 @@ def prompt_cues(ctx) -> str | None:
     from memory_core import cues
 
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "prompt")
-    matches = ev.match_symbols(raw) + ev.match_event("prompt")
-    for m in ev.match_event_semantic():
-        ev.skip("semantic", "inactive", cues.semantic_inactive_reason(ctx.cfg), m.item_id)
+    matches = ev.match_symbols(raw) + ev.match_event("prompt") + ev.match_semantic(raw, ctx.cfg)
     out = ev.deliver(matches, "cued by the prompt") if matches else None
     if not matches:
         ev.skip("symbol", "no_match", None)

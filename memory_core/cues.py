@@ -15,6 +15,7 @@ no_match | deduped | expired | over_budget | ablation | inactive). Reads only in
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -25,6 +26,7 @@ PINNED_BUDGET_CHARS = 4000   # session start also carries the verdict and the me
 CUE_BUDGET_CHARS = 3000      # one tool call's or prompt's cued items
 AUDIT_KEEP_ROWS = 50_000     # retention: the newest rows stay, older ones go at session start
 HISTORY_KEEP_DAYS = 30       # deliveries and file reads
+SEMANTIC_MIN_COSINE = 0.75  # unit vectors; a paraphrase of the cue's query, not a shared topic
 SYMBOL_BATCH = 400           # tokens per IN (...) lookup: under SQLite's variable limit
 MAX_TOKENS = 20_000          # distinct identifiers looked up in one text
 MAX_TEXT = 1 << 20           # characters of a tool result scanned for symbols
@@ -247,9 +249,37 @@ class Evaluation:
         return [Match(item_id, "event", name) for (item_id,) in self.conn.execute(
             "SELECT item_id FROM cues WHERE trigger = 'event' AND key = ?", (name,))]
 
-    def match_event_semantic(self) -> list[Match]:
-        return [Match(item_id, "semantic", pattern) for item_id, pattern in self.conn.execute(
-            "SELECT item_id, pattern FROM cues WHERE trigger = 'semantic' AND key = 'semantic'")]
+    def match_semantic(self, text: str, cfg) -> list[Match]:
+        """Semantic cues whose query is close to `text` (cosine of unit vectors at least
+        SEMANTIC_MIN_COSINE). Costs one embedding call, and only when such cues exist; a cue
+        that cannot be judged is audited `inactive` with the reason."""
+        rows = self.conn.execute("SELECT item_id, pattern, compiled FROM cues WHERE trigger = 'semantic'").fetchall()
+        ready = []
+        for item_id, pattern, compiled in rows:
+            why = semantic_inactive_reason(cfg, compiled)
+            if why:
+                self.skip("semantic", "inactive", why, item_id)
+            else:
+                ready.append((item_id, pattern, json.loads(compiled)["v"]))
+        if not ready or not text.strip():
+            return []
+        from memory_core.embed import EmbedError, OllamaClient
+
+        try:
+            with OllamaClient.from_config(cfg) as client:
+                [query] = client.embed([text[:16384]], trace=self.trace)
+        except EmbedError as exc:
+            for item_id, _pattern, _v in ready:
+                self.skip("semantic", "inactive", f"embedding failed: {exc.reason}", item_id)
+            return []
+        out = []
+        for item_id, pattern, vector in ready:
+            cosine = sum(a * b for a, b in zip(query, vector, strict=False))
+            if cosine >= SEMANTIC_MIN_COSINE:
+                out.append(Match(item_id, "semantic", f"{pattern[:60]} ~ cos {cosine:.2f}"))
+            else:
+                self.skip("semantic", "no_match", f"cos {cosine:.2f}", item_id)
+        return out
 
     def pinned(self) -> list[Match]:
         return [Match(item_id, "pinned", "pinned") for (item_id,) in self.conn.execute(
@@ -355,11 +385,21 @@ class Evaluation:
             span.end()
 
 
-def semantic_inactive_reason(cfg) -> str:
-    """Why a `semantic:` cue does not fire here (listed by `memhealth cues` too)."""
-    if not cfg.get("embedding", {}).get("url"):
+def semantic_inactive_reason(cfg, compiled: str | None = None) -> str | None:
+    """Why a `semantic:` cue cannot fire with this config and compiled vector, or None."""
+    e = cfg.get("embedding", {})
+    if not e.get("url"):
         return "no embedding server configured ([embedding].url is empty)"
-    return "semantic cues are listed but not evaluated in this version: use paths, symbols or on"
+    if not compiled:
+        return "not embedded yet: run `memhealth ingest memory` with the embedding server up"
+    try:
+        have = json.loads(compiled)
+    except ValueError:
+        have = {}
+    if have.get("model") != e.get("model") or have.get("dim") != int(e.get("dim", 0)):
+        return (f"embedded with {have.get('model')} ({have.get('dim')}-d), configured {e.get('model')} "
+                f"({e.get('dim')}-d): run `memhealth ingest memory`")
+    return None
 
 
 def frame(path: str, line: int | None, name: str, kind: str, recorded_ns: int, body: str) -> str:

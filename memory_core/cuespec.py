@@ -470,6 +470,40 @@ def compile_items(conn, root: str, now_ns: int | None = None, log=None) -> dict:
     return counts
 
 
+def embed_semantic(conn, cfg) -> tuple[int, str | None]:
+    """Embed the query text of semantic cues not embedded yet (or embedded with another
+    model or width) with the configured server; return (embedded, why not or None). Without
+    a server this does nothing: the cues stay listed as inactive, with the reason."""
+    e = cfg.get("embedding", {})
+    if not e.get("url"):
+        return 0, None
+    want = {"model": e["model"], "dim": int(e["dim"])}
+    todo = []
+    for cue_id, pattern, compiled in conn.execute(
+            "SELECT id, pattern, compiled FROM cues WHERE trigger = 'semantic'"):
+        try:
+            have = json.loads(compiled) if compiled else {}
+        except ValueError:
+            have = {}
+        if {k: have.get(k) for k in want} != want:
+            todo.append((cue_id, pattern))
+    if not todo:
+        return 0, None
+    from memory_core.embed import EmbedError, OllamaClient
+    from memory_core.tx import write
+
+    try:
+        with OllamaClient.from_config(cfg, bulk=True) as client:
+            vectors = client.embed([pattern for _, pattern in todo])
+    except EmbedError as exc:
+        return 0, f"{exc.reason}: {exc}"
+    with write(conn):
+        conn.executemany("UPDATE cues SET compiled = ? WHERE id = ?", [
+            (json.dumps({**want, "v": [round(x, 6) for x in vector]}, separators=(",", ":")), cue_id)
+            for (cue_id, _), vector in zip(todo, vectors, strict=True)])
+    return len(todo), None
+
+
 def _store_item(conn, rel: str, spec: ItemSpec, digest: str, mtime_ns: int, now_ns: int) -> int:
     name = spec.name or os.path.splitext(os.path.basename(rel))[0] or rel
     recorded = spec.recorded_ns or mtime_ns
@@ -603,7 +637,8 @@ def list_cues(conn, root: str, cfg: dict, now_ns: int | None = None) -> list[dic
         for trigger, pattern, compiled in triggers:
             state = "expired" if expired else "active"
             if not expired and trigger == "semantic":
-                state = f"inactive: {semantic_inactive_reason(cfg)}"
+                why = semantic_inactive_reason(cfg, compiled)
+                state = f"inactive: {why}" if why else "active"
             elif not expired and trigger == "event" and pattern == "stop":
                 state = f"inactive: {STOP_INACTIVE}"
             elif not expired and trigger == "path":

@@ -413,3 +413,50 @@ def test_cue_metrics_are_served_from_rollups(wal_project):
     attrs = [json.loads(a) for (a,) in spans]
     assert [(a["memhealth.cue.trigger"], a["memhealth.cue.outcome"]) for a in attrs] == [
         ("path", "fired"), ("path", "no_match")]
+
+
+def test_retention_keeps_the_audit_table_bounded(wal_project):
+    from memory_core import cues
+    from memory_core.db import connect, write
+
+    conn = connect(str(wal_project / ".memhealth" / "memory.db"))
+    with write(conn):
+        conn.executemany("INSERT INTO cue_audit(ts_ns, event, trigger, outcome, reason) "
+                         "VALUES (1, 'pre-tool', 'path', 'skipped', 'no_match')",
+                         [()] * (cues.AUDIT_KEEP_ROWS + 500))
+        conn.execute("INSERT INTO file_reads(session_id, path, epoch, bytes, ts_ns) VALUES ('old', 'a', 0, 1, 1)")
+    conn.close()
+    start(wal_project, "startup")
+    (kept,) = rows(wal_project, "SELECT count(*) FROM cue_audit")[0]
+    assert cues.AUDIT_KEEP_ROWS <= kept <= cues.AUDIT_KEEP_ROWS + 1
+    assert rows(wal_project, "SELECT count(*) FROM cue_audit WHERE trigger = 'pinned'") == [(1,)]  # the newest stays
+    assert rows(wal_project, "SELECT count(*) FROM file_reads WHERE session_id = 'old'") == [(0,)]
+
+
+def test_a_semantic_cue_fires_on_a_prompt_close_to_its_query_with_an_embedding_server(project):
+    from tests.conftest import clean_env
+    from tests.ollama_standin import OllamaStandin
+
+    query = "how do retries interact with idempotency keys"
+    mem(project, "sem", f"---\nname: retry-keys\nsemantic: {query}\n---\nRetries reuse the key; never mint a new one.\n")
+    with OllamaStandin(mode="healthy", dim=64) as server:
+        env = clean_env(MEMHEALTH_EMBEDDING_URL=server.url, MEMHEALTH_EMBEDDING_DIM="64")
+        assert run_cli("ingest", "memory", "--project", str(project), env=env).returncode == 0
+        listed = json.loads(run_cli("cues", "--json", "--project", str(project), env=env).stdout)
+        assert listed[0]["cues"][0]["state"] == "active"
+
+        def prompt(text: str, session: str):
+            run = run_hook("prompt", payload("UserPromptSubmit", project, session_id=session, prompt=text),
+                           cwd=str(project), env=env)
+            assert run.returncode == 0 and run.stderr == b"", run.stderr
+            return run.context() if run.stdout else ""
+
+        assert "retry-keys" in prompt(query, "s1")
+        assert "retry-keys" not in prompt("thanks, the layout looks right", "s2")
+    audit = rows(project, "SELECT session_id, outcome, coalesce(reason, ''), detail FROM cue_audit "
+                          "WHERE trigger = 'semantic' ORDER BY id")
+    assert [(a[0], a[1], a[2]) for a in audit] == [("s1", "fired", ""), ("s2", "skipped", "no_match")]
+    assert audit[0][3].endswith("cos 1.00")
+    # the server gone: listed and audited as inactive, with the reason
+    listed = json.loads(run_cli("cues", "--json", "--project", str(project)).stdout)
+    assert listed[0]["cues"][0]["state"].startswith("inactive: no embedding server configured")

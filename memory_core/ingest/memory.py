@@ -62,7 +62,7 @@ def ingest_memory(run: Run, report: SourceReport) -> None:
 def compile_cues(run: Run, report: SourceReport) -> None:
     """Compile changed memory files into items and indexed cues (memory_core.cuespec); a
     malformed frontmatter key is an ingest_log error naming the file and the key."""
-    from memory_core.cuespec import compile_items
+    from memory_core.cuespec import compile_items, embed_semantic
     from memory_core.ingest.filesource import record_failure
 
     def log(rel: str, key: str, message: str) -> None:
@@ -71,3 +71,6 @@ def compile_cues(run: Run, report: SourceReport) -> None:
     counts = compile_items(run.conn, run.root, run.now_ns, log=log)
     if counts["compiled"] or counts["removed"]:
         report.notes.append(f"cues: {counts['compiled']} item(s) compiled, {counts['removed']} removed")
+    embedded, why_not = embed_semantic(run.conn, run.cfg)
+    if embedded or why_not:
+        report.notes.append(f"semantic cues: {embedded} embedded" + (f"; not embedded: {why_not}" if why_not else ""))
