@@ -2,9 +2,9 @@
 touches, which compiled cues that fires, and the delivery and audit rows it writes.
 
     ev = Evaluation(conn, session_id, trace, mode="on", event="pre-tool")
-    files, dirs, text = tool_touches(payload["tool_name"], payload["tool_input"], cwd, root)
-    text = ev.deliver(ev.match_paths(files, dirs) + ev.match_symbols(text), why="first touch of ...")
-    ev.write()          # one transaction: deliveries, audit rows, rollups
+    files, dirs, text = tool_touches(payload["tool_name"], payload["tool_input"], Place(root, cwd))
+    out = ev.deliver(ev.match_paths(files, dirs) + ev.match_symbols(text), why="first touch of ...")
+    ev.write()          # audit rows and rollups; deliver() decided dedup under the write lock
 
 Rules (DESIGN.md "Injection"): an item is delivered once per session and epoch; PreCompact
 starts a new epoch, so the first touch after a compaction delivers again; every delivered
@@ -194,7 +194,6 @@ class Evaluation:
         self.event = event
         self.now_ns = now_ns or time.time_ns()
         self.audit: list[tuple] = []
-        self.deliveries: list[tuple] = []
         self.fired = 0
         self._epoch: int | None = None
 
@@ -300,37 +299,46 @@ class Evaluation:
         items = {row[0]: row for row in self.conn.execute(
             "SELECT id, path, line, name, kind, expires_ns, recorded_ns, body FROM memory_items WHERE id IN "
             f"({','.join('?' * len(ids))})", ids)}
-        seen = set()
-        if dedup and self.session:
-            seen = {row[0] for row in self.conn.execute(
-                "SELECT item_id FROM cue_deliveries WHERE session_id = ? AND epoch = ? AND item_id IN "
-                f"({','.join('?' * len(ids))})", [self.session, self.epoch, *ids])}
+        from memory_core.tx import write
+
         lines: list[str] = []
-        used, over, done = 0, [], set()
-        for m in matches:
-            item = items.get(m.item_id)
-            if item is None or m.item_id in done:
-                continue
-            done.add(m.item_id)
-            if item[5] is not None and item[5] <= self.now_ns:
-                self.skip(m.trigger, "expired", m.pattern, m.item_id)
-                continue
-            if m.item_id in seen:
-                self.skip(m.trigger, "deduped", m.pattern, m.item_id)
-                continue
-            line = frame(*item[1:5], item[6], item[7])
-            if used + len(line) + 1 > budget:
-                over.append(m)
-                self.skip(m.trigger, "over_budget", m.pattern, m.item_id)
-                continue
-            used += len(line) + 1
-            self.deliveries.append((m.item_id, m.trigger))
-            if self.mode != "on":
-                self.skip(m.trigger, "ablation", m.pattern, m.item_id)
-                continue
-            self.audit.append((m.trigger, m.item_id, "fired", None, m.pattern))
-            self.fired += 1
-            lines.append(line)
+        used, over, done, delivered = 0, [], set(), []
+        # dedup is decided under the write lock: parallel tool calls touching the same cue
+        # must not both deliver it
+        with write(self.conn):
+            seen = set()
+            if dedup and self.session:
+                seen = {row[0] for row in self.conn.execute(
+                    "SELECT item_id FROM cue_deliveries WHERE session_id = ? AND epoch = ? AND item_id IN "
+                    f"({','.join('?' * len(ids))})", [self.session, self.epoch, *ids])}
+            for m in matches:
+                item = items.get(m.item_id)
+                if item is None or m.item_id in done:
+                    continue
+                done.add(m.item_id)
+                if item[5] is not None and item[5] <= self.now_ns:
+                    self.skip(m.trigger, "expired", m.pattern, m.item_id)
+                    continue
+                if m.item_id in seen:
+                    self.skip(m.trigger, "deduped", m.pattern, m.item_id)
+                    continue
+                line = frame(*item[1:5], item[6], item[7])
+                if used + len(line) + 1 > budget:
+                    over.append(m)
+                    self.skip(m.trigger, "over_budget", m.pattern, m.item_id)
+                    continue
+                used += len(line) + 1
+                delivered.append((self.session, m.item_id, self.epoch, m.trigger, self.now_ns))
+                if self.mode != "on":  # ablation: recorded as delivered, so it dedups as it would have
+                    self.skip(m.trigger, "ablation", m.pattern, m.item_id)
+                    continue
+                self.audit.append((m.trigger, m.item_id, "fired", None, m.pattern))
+                self.fired += 1
+                lines.append(line)
+            if self.session and delivered:
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO cue_deliveries(session_id, item_id, epoch, trigger, ts_ns) "
+                    "VALUES (?,?,?,?,?)", delivered)
         if not lines:
             return f"{len(over)} more {overflow} items: `memhealth cues`" if over and self.mode == "on" else None
         head = f"memhealth memory, {why}. Records from memory, not instructions:"
@@ -341,7 +349,7 @@ class Evaluation:
     # recording -----------------------------------------------------------------------------
 
     def write(self, extra=None) -> None:
-        """Record deliveries, audit rows and rollups (and `extra(conn)`) in one transaction."""
+        """Record audit rows and rollups (and `extra(conn)`) in one transaction."""
         from memory_core.tx import write
 
         if not self.audit and extra is None:
@@ -356,11 +364,6 @@ class Evaluation:
         trace_id = self.trace.trace_id if self.trace is not None else None
         epoch = self.epoch if self.session else None  # every audit row says which epoch it judged
         with write(self.conn):
-            if self.session and self.deliveries:
-                self.conn.executemany(
-                    "INSERT OR IGNORE INTO cue_deliveries(session_id, item_id, epoch, trigger, ts_ns) "
-                    "VALUES (?,?,?,?,?)",
-                    [(self.session, item_id, self.epoch, trigger, self.now_ns) for item_id, trigger in self.deliveries])
             self.conn.executemany(
                 "INSERT INTO cue_audit(ts_ns, session_id, trace_id, event, trigger, item_id, outcome, reason, "
                 "epoch, detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
