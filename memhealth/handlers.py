@@ -26,10 +26,11 @@ def session_start(ctx) -> str | None:
     source = ctx.payload.get("source")
     body = session_render(ctx.conn, source if isinstance(source, str) else None)
     pinned = session_start_cues(ctx)
-    if pinned:  # before the summary: the 10,000-character cap clips the end, never a pinned item
-        body = f"{pinned}\n{body}"
+    # pinned items before the summary: the 10,000-character cap clips the end, never a pinned
+    # item; novelty still compares the summary alone (the pinned block is the same by design)
+    memory = f"{pinned}\n{body}" if pinned else body
     if ctx.cfg["gate"]["mode"] != "on":
-        return body
+        return memory
     from probes import gate, heartbeats, novelty
     from probes.evidence import Evidence
 
@@ -49,7 +50,7 @@ def session_start(ctx) -> str | None:
     except Exception as exc:  # the gate must never cost the session its context
         ctx.problem("gate", f"{type(exc).__name__}: {exc}")
         head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
-    return "\n".join([*head, body])
+    return "\n".join([*head, memory])
 
 
 def prompt(ctx) -> str | None:
