@@ -109,11 +109,8 @@ def session_start_cues(ctx) -> str | None:
     source = source if isinstance(source, str) and source else "startup"
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "session-start")
     try:
-        if source in ("clear", "compact") and ctx.session_id:
-            from memory_core.tx import write
-
-            with write(ctx.conn):  # re-arm even when no PreCompact hook ran before this start
-                ev._epoch = cues.new_epoch(ctx.conn, ctx.session_id, ev.now_ns)
+        if source in ("clear", "compact"):
+            ev.rearm()  # even when no PreCompact hook ran before this start
         pinned = ev.pinned()
         for m in pinned:  # the gate's cue_delivery check finds compaction starts by this
             m.pattern = f"pinned at {source}"

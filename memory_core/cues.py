@@ -205,6 +205,16 @@ class Evaluation:
             self._epoch = row[0] if row else 0
         return self._epoch
 
+    def rearm(self) -> int | None:
+        """Start a new epoch for this session now (a clear or compact boundary)."""
+        from memory_core.tx import write
+
+        if not self.session:
+            return None
+        with write(self.conn):
+            self._epoch = new_epoch(self.conn, self.session, self.now_ns)
+        return self._epoch
+
     # matching (reads only) ----------------------------------------------------------------
 
     def match_paths(self, files: list[str], dirs: list[str]) -> list[Match]:
