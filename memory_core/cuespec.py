@@ -628,8 +628,8 @@ def list_cues(conn, root: str, cfg: dict, now_ns: int | None = None) -> list[dic
             "SELECT id, path, line, name, kind, scope, pinned, expires_ns, recorded_ns, errors "
             "FROM memory_items ORDER BY id"):
         triggers = cues_of.get(item_id, [])
-        if not pinned and not triggers:
-            continue
+        if not pinned and not triggers and not errors:
+            continue  # a plain memory file: nothing can fire, nothing is wrong
         expired = expires_ns is not None and expires_ns <= now_ns
         rows = []
         if pinned:

@@ -460,3 +460,30 @@ def test_a_semantic_cue_fires_on_a_prompt_close_to_its_query_with_an_embedding_s
     # the server gone: listed and audited as inactive, with the reason
     listed = json.loads(run_cli("cues", "--json", "--project", str(project)).stdout)
     assert listed[0]["cues"][0]["state"].startswith("inactive: no embedding server configured")
+
+
+def test_parallel_first_touches_of_one_cue_deliver_it_once(wal_project):
+    import subprocess
+
+    from tests.conftest import clean_env, memhealth_cmd
+
+    body = json.dumps(payload("PreToolUse", wal_project, session_id="s1", tool_name="Read",
+                              tool_input={"file_path": str(wal_project / "src/storage/wal.py")})).encode()
+    procs = [subprocess.Popen(memhealth_cmd() + ["hook", "pre-tool"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, cwd=str(wal_project), env=clean_env()) for _ in range(6)]
+    outs = [p.communicate(body, timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs) and all(err == b"" for _, err in outs)
+    assert sum(b"wal-checkpoint-stall" in out for out, _ in outs) == 1
+    assert rows(wal_project, "SELECT outcome, coalesce(reason, ''), count(*) FROM cue_audit GROUP BY 1, 2 ORDER BY 1") == [
+        ("fired", "", 1), ("skipped", "deduped", 5)]
+
+
+def test_claude_memory_files_carry_cues_too_and_a_broken_one_is_listed_with_its_error(wal_project):
+    claude = wal_project / ".claude" / "memory"
+    claude.mkdir(parents=True)
+    (claude / "api.md").write_text("---\nname: api-shape\ntype: feedback\npaths: src/api.py\n---\nKeep handlers thin.\n")
+    (claude / "bad.md").write_text("---\nname: bad-one\nsymbols: [a, b\n---\nx\n")
+    assert run_cli("ingest", "memory", "--project", str(wal_project)).returncode == 1  # the bad key
+    assert "api-shape" in tool(wal_project, "Read", {"file_path": "src/api.py"})
+    listing = run_cli("cues", "--project", str(wal_project)).stdout
+    assert "bad-one" in listing and "error    line 3: key 'symbols': a [list] without its closing ]" in listing
