@@ -37,6 +37,8 @@ EVENTS = ("session-start", "compact", "prompt", "stop")
 TRIGGERS = ("path", "symbol", "event", "semantic")
 BODY_CHARS = 700  # what one delivered item may say; the file is the full record
 LIST_KEYS = ("paths", "symbols", "on")
+KEYS = frozenset({"name", "kind", "type", "description", "scope", "pinned", "expires", "ttl_days", "recorded",
+                  "created", "date", "paths", "symbols", "on", "semantic"})
 
 _KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$")
 _ITEM = re.compile(r"^[ \t]+-(?:[ \t]+(.*)|[ \t]*)$")
@@ -316,13 +318,22 @@ class ItemSpec:
     errors: list[tuple[str, str]] = field(default_factory=list)  # (key, message)
 
 
+def _known(key: str) -> bool:
+    """Whether an error's key (or the first word of a line that was not `key: value`) is one
+    memhealth reads."""
+    word = re.match(r"[A-Za-z_]+", key)
+    return word is not None and word.group(0).lower() in KEYS
+
+
 def read_spec(text: str) -> ItemSpec:
     """Parse and validate a memory file; malformed keys land in `errors` and are dropped."""
     from memory_core.ingest.chunking import split_lines
 
     lines = split_lines(text)
     fields, errors, body_start = parse_frontmatter(lines)
-    spec = ItemSpec(errors=[(e.key, str(e)) for e in errors])
+    # strict about the keys memhealth reads; other tools' keys (Claude Code's own memory
+    # frontmatter, nested metadata) are theirs to judge, and are not errors here
+    spec = ItemSpec(errors=[(e.key, str(e)) for e in errors if _known(e.key)])
 
     def scalar(key: str) -> str | None:
         value = fields.get(key)

@@ -487,3 +487,10 @@ def test_claude_memory_files_carry_cues_too_and_a_broken_one_is_listed_with_its_
     assert "api-shape" in tool(wal_project, "Read", {"file_path": "src/api.py"})
     listing = run_cli("cues", "--project", str(wal_project)).stdout
     assert "bad-one" in listing and "error    line 3: key 'symbols': a [list] without its closing ]" in listing
+
+
+def test_keys_memhealth_does_not_read_are_not_errors_however_they_are_shaped():
+    spec = read_spec("---\nname: x\nmetadata:\n  owner: team-a\n  tags: [a, b]\nfree text line\n"
+                     "paths [src/**]\n---\nbody\n")
+    assert [k for k, _ in spec.errors] == ["paths [src/**]"]  # a known key, missing its colon
+    assert spec.name == "x" and spec.body == "body"
