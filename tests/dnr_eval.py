@@ -43,11 +43,11 @@ def prompts_for(*projects: str, sets: tuple[int, ...] = (1, 2)) -> list[dict]:
     return [p for p in items if (not projects or p["project"] in projects) and p.get("set", 1) in sets]
 
 
-def build_project(name: str, dest: str, env: dict | None = None) -> str:
-    """Copy the fixture project to `dest`, `memhealth init` it, point memory at `memory/`,
-    `memhealth ingest` it. Returns the project root."""
+def build_project(name: str, dest: str, env: dict | None = None, source: str | None = None) -> str:
+    """Copy the fixture project (or `source`) to `dest`, `memhealth init` it, point memory at
+    `memory/`, `memhealth ingest` it. Returns the project root."""
     root = os.path.join(dest, name)
-    shutil.copytree(os.path.join(FIXTURE, name), root)
+    shutil.copytree(source or os.path.join(FIXTURE, name), root)
     cmd = launcher_argv()
     env = env or {k: v for k, v in os.environ.items() if not k.startswith(("MEMHEALTH_", "OTEL_", "CLAUDE_"))}
     for args in (["init", "--project", root], None, ["ingest", "--project", root, "docs", "memory"]):
