@@ -203,7 +203,6 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         df = {t: fts.doc_freq(conn, t) for t in dict.fromkeys(toks + topic)}
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
         present = [t for t in toks if df[t]]
-        idf = {t: idf[t] for t in idf}
         top_idf = round(max((idf[t] for t in present), default=0.0), 3)
         detail.update({"corpus": n_docs, "small_corpus": small, "max_prompt_idf": top_idf})
         span.update({"memhealth.relevance.threshold": icfg["idf_sum_threshold"],
@@ -223,6 +222,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
                 dnr.append((arith, row))
         dnr.sort(key=lambda s: (not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
         detail.update({"inventory": len(entries), "dnr_passed": len(dnr)})
+        span.update({"memhealth.relevance.inventory": len(entries), "memhealth.relevance.dnr_passed": len(dnr)})
         if dnr:
             detail["dnr"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
                               "name_cover": a["name_cover"]} for a, _r in dnr[:MAX_ITEMS]]
@@ -271,7 +271,9 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         if not scored and "reason" not in detail:
             detail["reason"] = "no candidates"
         elif "reason" not in detail:
-            detail["reason"] = "no inventory entry named and no lineage passed" if passing else "below the gate"
+            # sections passed on build intent: where something is mentioned is not the subsystem
+            detail["reason"] = "no inventory entry named; doc sections are evidence only" if passing \
+                else "below the gate"
         return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
 
     offered = [(a, r, "dnr", _evidence(a, scored, icfg["min_matches"])) for a, r in dnr[:MAX_DNR]]

@@ -101,3 +101,13 @@ def test_a_sample_through_real_hook_subprocesses_matches_the_in_process_cascade(
             assert run.context() == r["text"], r["id"]
     outcomes = [o for (o,) in rows(root, "SELECT outcome FROM decisions WHERE session_id LIKE 'hook-%' ORDER BY id")]
     assert outcomes == [r["outcome"] for r in sample]
+
+
+def test_the_two_cases_issue_10_reported(results):
+    by_prompt = {(r["project"], r["prompt"]): r for name in dnr_eval.PROJECTS for r in results[name]}
+    verbose = by_prompt[("httpx", "add a --verbose flag to the command line tool so it prints the connection details")]
+    assert verbose["dnr"] == ["command-line client"]  # was "Changelog > 0.21.0 > Added"
+    assert "mentioned in: CHANGELOG.md" in verbose["text"] and "Memory index" not in verbose["text"]
+    socks = by_prompt[("requests", "implement SOCKS proxy support")]
+    assert socks["dnr"] == ["SOCKS proxy support"]  # was silent: idf_sum below 7.0
+    assert 'lives in HISTORY.md' in socks["text"]
