@@ -91,7 +91,7 @@ BUILD = Phrases([
     "develop", "developing", "write", "writing", "wire", "wire up", "wiring", "refactor",
     "refactoring", "introduce", "introducing", "propose", "proposing", "spec", "draft",
     "drafting", "we could", "what if we", "i think we need", "we need to add", "rewrite",
-    "scaffold", "set up", "port",
+    "scaffold", "set up", "port", "integrate", "integrating",
 ])
 BUILD_VETO = Phrases([
     "was built", "were built", "already built", "already implemented", "was implemented",
