@@ -25,8 +25,8 @@ from memhealth.installer import launcher_argv
 from memory_core import inject
 from memory_core.db import connect
 from memory_core.intent import classify, system_turn
+from memory_core.outbox import Trace
 from memory_core.text import clean
-from telemetry.record import Trace
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "realcorpus")
