@@ -388,6 +388,13 @@ def test_one_alert_per_gate_check_with_the_checks_severity():
             assert rule["alert"] in GATE_CHECKS[check].covered_by, rule["alert"]
     covering = {a for c in GATE_CHECK_LIST for a in c.covered_by}
     assert covering <= {r["alert"] for r in _alert_rules() if "check" in r["labels"]}
+    # ... and fires no later than the generic alert, so it is there to mute it
+    minutes = {"m": 1, "h": 60}
+    for rule in _alert_rules():
+        check = rule["labels"].get("check")
+        if check and rule["alert"] != "MemhealthGateCheckRed":
+            mine, generic = rule["for"], gate_rules[check]["for"]
+            assert int(mine[:-1]) * minutes[mine[-1]] <= int(generic[:-1]) * minutes[generic[-1]]
 
 
 def test_target_down_alert_watches_the_scrape_job_the_stack_uses():

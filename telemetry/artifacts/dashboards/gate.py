@@ -1,4 +1,5 @@
-"""Gate and probes: check status over time, the embedding state timeline (cold vs dead), ingest, the telemetry pipeline."""
+"""Gate and probes: check status over time, the embedding state timeline (cold vs dead), ingest,
+the telemetry pipeline."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ def build() -> dict:
     for stage, excluded in FUNNEL:
         matcher = f',outcome!~"{"|".join(excluded)}"' if excluded else ""
         targets.append(target(f"sum(increase({dec}{{{INST}{matcher}}}[$__range]))", stage,
-                               instant=True))
+                              instant=True))
     targets.append(target(f'sum(increase({dec}{{{INST},outcome="injected"}}[$__range]))',
-                           "injected", instant=True))
+                          "injected", instant=True))
     L.add("Injection cascade (funnel)", "bargauge", targets,
           "Prompts surviving each gate of the cascade, cheapest first: system-turn exemption, "
           "intent, IDF relevance, session caps, then injected (the rest of the last stage was "
