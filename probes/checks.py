@@ -16,11 +16,11 @@ from memory_core.db import write
 from memory_core.meta import set_meta
 from memory_core.vectors import vector_count
 from probes.result import CheckResult, ago, green, note, red
+from telemetry.slo import EXPORT_MAX_LAG_S  # shared with the MemhealthExporterDown rule
 
 MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
 MEMORY_MAX_BYTES = 90_000
 ANCHOR_MAX_AGE_S = 7 * 86400
-EXPORT_MAX_LAG_S = 3600.0  # an exporter that ran before must keep the backlog younger than this
 FTS_FULL_CHECK_MAX_CHUNKS = 200_000  # above this, parity counts stand in for the full scan
 
 DAY = 86400.0

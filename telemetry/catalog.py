@@ -100,7 +100,7 @@ CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}
 
 
 # -- Service-level objectives ------------------------------------------------------------------
-# Read by telemetry/generate.py, which derives the recording rules, the multiwindow burn-rate
+# Read by telemetry/artifacts/, which derives the recording rules, the multiwindow burn-rate
 # alerts and the SLO dashboard panels from them (nothing else spells an objective).
 
 # Latency budget per hook, seconds. Each is a bound of HOOK_DURATION_BUCKETS, so "within
