@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from memhealth.cliutil import add_parser
+
 
 def _checkout_root() -> str | None:
     """The source checkout this memhealth runs from, when it is one (artifacts live there)."""
@@ -14,8 +16,8 @@ def _checkout_root() -> str | None:
 
 
 def register(sub):
-    p = sub.add_parser(
-        "generate", help="write the Grafana dashboards, alert rules, runbook and compose files",
+    p = add_parser(
+        sub, "generate", help="write the Grafana dashboards, alert rules, runbook and compose files",
         description="Generate dashboards/*.json and provisioning, alerts/memhealth.rules.yaml, "
                     "alerts/runbook.md, alerts/tests/*.yaml (promtool unit tests), "
                     "alerts/alertmanager.yml and compose/ from telemetry/catalog.py. With "
@@ -32,14 +34,12 @@ def register(sub):
 def run(args) -> int:
     import sys
 
-    from memhealth.errors import MemhealthError
+    from memhealth.errors import UsageError
     from telemetry import generate
 
     out = args.out or _checkout_root()
     if out is None:
-        err = MemhealthError("not running from a source checkout: pass --out DIR")
-        err.exit_code = 2
-        raise err
+        raise UsageError("not running from a source checkout: pass --out DIR")
     if args.check:
         problems = generate.stale(out)
         for line in problems:

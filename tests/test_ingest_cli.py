@@ -14,13 +14,15 @@ def env(tmp_path):
     return clean_env(HOME=str(tmp_path / "home"), MEMHEALTH_INGEST_GIT="false")
 
 
-def test_ingest_prints_a_one_line_summary_when_stderr_is_not_a_terminal(project, tmp_path):
+def test_ingest_prints_a_summary_line_then_its_notes_when_stderr_is_not_a_terminal(project, tmp_path):
     (project / "README.md").write_text("# Project\n\nThe checkpoint guard lives here.\n", encoding="utf-8")
     proc = run_cli("ingest", "--project", str(project), env=env(tmp_path))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 1
     assert lines[0].startswith("memhealth ingest: 1 of 1 files changed, +1 -0 chunks (docs +1), 0 errors")
+    # the note is printed, not hidden behind "1 note (--json)"
+    assert "(--json)" not in lines[0]
+    assert len(lines) == 2 and lines[1].startswith("  note (transcript): no Claude Code transcript directory")
     assert proc.stderr == "", "no progress bar without a terminal"
     again = run_cli("ingest", "--project", str(project), env=env(tmp_path))
     assert again.stdout.startswith("memhealth ingest: 0 of 1 files changed, +0 -0 chunks")
