@@ -33,8 +33,10 @@ def _days(cfg_value: float) -> str:
 def ingest_freshness(ev) -> CheckResult:
     """RED when ingestion never ran, or a source's newest watermark is older than the budget
     measured against the latest session activity (an idle project is not stale)."""
+    # path '*' is the per-source run marker every ingest writes, files or not: a source with
+    # only that row had nothing to read, and is not reported as "fresh"
     rows = ev.conn.execute(
-        "SELECT source, max(updated_ns), count(*) FROM watermarks GROUP BY source ORDER BY source"
+        "SELECT source, max(updated_ns), sum(path != '*') FROM watermarks GROUP BY source ORDER BY source"
     ).fetchall()
     if not rows:
         return red("ingestion never ran (no watermarks)", "memhealth ingest")
@@ -55,7 +57,11 @@ def ingest_freshness(ev) -> CheckResult:
         return red(f"stale ingest: {', '.join(stale)} (budget {_days(ev.cfg['gate']['ingest_max_age_days'])})",
                    "memhealth ingest " + " ".join(s.split()[0] for s in stale)
                    + "; if it errors, see `memhealth report`")
-    detail = f"{len(rows)} source(s) fresh: " + ", ".join(r[0] for r in rows)
+    fresh = [r[0] for r in rows if r[2]]
+    empty = [r[0] for r in rows if not r[2]]
+    detail = f"{len(fresh)} source(s) fresh: " + (", ".join(fresh) or "none")
+    if empty:
+        detail += f"; nothing found to ingest: {', '.join(empty)}"
     if idle:
         detail += f" (idle since the last session: {', '.join(idle)})"
     return green(detail)

@@ -43,9 +43,10 @@ def ollama():
         yield server
 
 
-def client_for(url: str, read_timeout_s: float = 2.0, **kw) -> OllamaClient:
+def client_for(url: str, read_timeout_s: float = 2.0, connect_timeout_s: float = 0.5,
+               **kw) -> OllamaClient:
     return OllamaClient(url, MODEL, DIM, keep_alive="4h", num_ctx=8192,
-                        connect_timeout_s=0.5, read_timeout_s=read_timeout_s, **kw)
+                        connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s, **kw)
 
 
 
@@ -179,12 +180,10 @@ def test_circuit_breaker_skips_the_second_call_in_the_same_process(ollama):
         client.embed(["q"])
     assert first.value.reason == "timeout"
     seen = len(ollama.requests)
-    t0 = time.monotonic()
     with pytest.raises(EmbedError) as second:
         client_for(ollama.url).embed(["q"])
     assert second.value.reason == "circuit_open"
-    assert time.monotonic() - t0 < 0.05
-    assert len(ollama.requests) == seen
+    assert len(ollama.requests) == seen  # skipped without a request: nothing to wait for
 
 
 def test_a_new_process_retries_an_endpoint_whose_circuit_opened(ollama):
@@ -201,12 +200,15 @@ def test_a_new_process_retries_an_endpoint_whose_circuit_opened(ollama):
     assert proc.stdout.strip() == str(DIM)
 
 
-def test_a_hung_server_call_ends_within_connect_plus_read_timeout(ollama):
-    ollama.mode = "hung"
+def test_a_hung_server_call_costs_the_read_timeout_not_connect_plus_read(ollama):
+    ollama.mode = "hung"  # hangs 30 s
     t0 = time.monotonic()
-    with pytest.raises(EmbedError):
-        client_for(ollama.url, read_timeout_s=0.4).embed(["q"])
-    assert time.monotonic() - t0 < 0.4 + 0.1  # the read timeout, not connect + read
+    with pytest.raises(EmbedError) as info:
+        client_for(ollama.url, read_timeout_s=0.4, connect_timeout_s=8.0).embed(["q"])
+    # connected at once, so the read timeout (0.4 s) ends it: far from connect + read (8.4 s)
+    # or the server's hang (30 s), with seconds of slack for a loaded machine
+    assert info.value.reason == "timeout"
+    assert time.monotonic() - t0 < 0.4 + 3.0
 
 
 def test_cold_server_answers_after_its_load_delay_and_reports_it(ollama):
