@@ -6,5 +6,6 @@ budget policy.
     print(verdict.text())                 # MEMORY-HEALTH: 11/11 GREEN
 
 Depends on `memory_core` and `telemetry.record` only. Import-light: the session-start hook
-runs the gate; httpx is imported only when embeddings are configured.
+runs the gate; the embedding probe speaks plain http through memory_core.http (httpx only
+for an https:// URL), and only when embeddings are configured.
 """
