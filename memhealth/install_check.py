@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 
 OWN_PACKAGES = ("memory_core", "probes", "telemetry")
-FIX = ("install memhealth in an environment of its own: `pipx install memhealth` or "
-       "`uv tool install memhealth` (see README, Install)")
+FIX = ("install memhealth in an environment of its own: `pipx install /path/to/memhealth` or "
+       "`uv tool install /path/to/memhealth` (README: Use it in a project)")
 
 
 def _real(path: str) -> str:
