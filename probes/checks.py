@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from memory_core.db import write
+from memory_core.db import sqlite3, write
 from probes.result import CheckResult, ago, green, note, red
 
 MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
@@ -88,7 +88,7 @@ def vector_count(ev) -> int | None:
     if ev.has_table("chunks_vec"):
         try:
             return ev.conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
-        except Exception:
+        except sqlite3.Error:  # a vec0 table without the extension loaded cannot be read
             return None
     return None
 
@@ -133,7 +133,7 @@ def capture_pending(ev) -> int:
         try:
             return ev.conn.execute(
                 "SELECT count(*) FROM capture_queue WHERE status = 'pending'").fetchone()[0]
-        except Exception:
+        except sqlite3.OperationalError:  # an older queue without a status column
             return ev.conn.execute("SELECT count(*) FROM capture_queue").fetchone()[0]
     raw = ev.meta("capture.pending")
     try:
@@ -211,7 +211,7 @@ def index_integrity(ev) -> CheckResult:
             try:
                 # rank 1: compare the index with the external content table, not only itself
                 conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
-            except Exception as exc:
+            except sqlite3.Error as exc:  # the check reports corruption as a DatabaseError
                 problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
         if not problems:
             try:

@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from memory_core.db import connect
 from memory_core.errors import StoreError
 from telemetry.collector import StoreCollector
-from telemetry.errors import ListenError
+from telemetry.errors import ListenError, TelemetryError
 
 MAX_ALERT_BODY = 4 * 1024 * 1024
 REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread forever
@@ -245,7 +245,12 @@ class Serve:
         from telemetry.export import OtlpExporter
 
         interval = float(self.cfg["serve"]["export_interval_s"])
-        exporter = OtlpExporter(self.cfg, self.environ)
+        try:
+            exporter = OtlpExporter(self.cfg, self.environ)
+        except TelemetryError as exc:  # e.g. gRPC configured, not installed: say so, keep serving
+            self.export_state["last"] = {"ok": False, "error": str(exc)}
+            self.log(f"memhealth serve: export off: {exc}")
+            return
         conn = None
         try:
             while True:
@@ -365,7 +370,7 @@ class Serve:
             try:
                 with urllib.request.urlopen(req, timeout=float(self.cfg["telemetry"]["export_timeout_s"])):
                     pass
-            except Exception as exc:
+            except Exception as exc:  # any failure to forward is recorded; a daemon thread never raises
                 self.sink.append({"ts": time.time(), "decision": "forward_failed", "error": str(exc)[:300],
                                   "count": len(outgoing)})
 

@@ -288,3 +288,24 @@ def test_otel_sdk_disabled_ships_nothing_and_keeps_the_backlog(project):
         exporter.shutdown()
     conn.close()
     assert result.disabled and result.backlog == len(outbox(project)) and rx.requests == []
+
+
+def test_grpc_without_its_extra_is_one_line_naming_the_extra(project):
+    """The gRPC exporter is the `grpc` extra; an interpreter without it gets told so."""
+    import subprocess
+    import sys
+
+    # None in sys.modules is how Python spells "not installed" for every import below it
+    code = ("import sys\n"
+            "for name in [m for m in list(sys.modules) if m.startswith('opentelemetry.exporter.otlp.proto.grpc')]:\n"
+            "    del sys.modules[name]\n"
+            "sys.modules['opentelemetry.exporter.otlp.proto.grpc'] = None\n"
+            "from memhealth.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    proc = subprocess.run([sys.executable, "-c", code, "export", "--once", "--project", str(project)],
+                          cwd=str(project), capture_output=True, text=True, timeout=60,
+                          env=clean_env(MEMHEALTH_TELEMETRY_OTLP_PROTOCOL="grpc"))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("memhealth export: OTLP over gRPC is configured but its exporter is "
+                                  "not installed")
+    assert "pip install 'memhealth[grpc]'" in proc.stderr and len(proc.stderr.splitlines()) == 1
