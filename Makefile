@@ -6,10 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test system-deps bench lint generate check-generated clean
 
+# Editable install with a static .pth (pyproject.toml: package-dir): no import finder runs in
+# every hook's interpreter, and no deprecated compat mode.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# editable with a static .pth (pyproject: package-dir), no import finder in every hook
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
