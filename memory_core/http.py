@@ -3,7 +3,7 @@
     status, body = request("POST", "http://127.0.0.1:11434/api/embed", {"model": "m"},
                            connect_s=0.5, read_s=2.0)
 
-Why not httpx everywhere: importing it costs about 40 ms, twice the interpreter's own
+Why not httpx everywhere: importing it costs 40-55 ms, two to three times the interpreter's own
 start-up, and the embedding probe runs inside every SessionStart. Ollama speaks plain HTTP on
 loopback or a LAN; that needs a socket, a request line, and a response parser that knows
 Content-Length, chunked encoding and read-to-close. The rule (memory_core.embed.OllamaClient):

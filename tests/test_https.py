@@ -94,3 +94,26 @@ def test_memhealth_embed_over_https_with_ca_file_from_the_config(tls_ollama, cer
     assert (out["stored"], out["with_vector"], out["chunks"], out["error"]) == (3, 3, 3, None)
     assert tls_ollama.paths() == ["/api/embed"]  # one batch
     assert rows(project, "SELECT count(*) FROM degradations") == [(0,)]
+
+
+def test_one_plain_http_call_never_imports_httpx_and_bulk_work_does(tmp_path):
+    """The rule, observed in a fresh interpreter: what a process imports, not a flag."""
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys\n"
+            "from memhealth.config import defaults\n"
+            "from memory_core.embed import OllamaClient\n"
+            "cfg = defaults(); cfg['embedding'].update(url=sys.argv[1], dim=8)\n"
+            "with OllamaClient.from_config(cfg, bulk=sys.argv[2] == 'bulk') as client:\n"
+            "    assert len(client.embed(['q'])[0]) == 8\n"
+            "print('httpx' in sys.modules)\n")
+    with OllamaStandin("healthy", dim=DIM) as ollama:
+        seen = {mode: subprocess.run([sys.executable, "-c", code, ollama.url, mode], cwd=REPO,
+                                     capture_output=True, text=True, timeout=60)
+                for mode in ("one", "bulk")}
+    for mode, proc in seen.items():
+        assert proc.returncode == 0, (mode, proc.stderr)
+    assert seen["one"].stdout.strip() == "False"
+    assert seen["bulk"].stdout.strip() == "True"
