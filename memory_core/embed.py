@@ -193,15 +193,17 @@ class OllamaClient:
         return "httpx" if self.pooled or not self.url.startswith("http://") else "small"
 
     @classmethod
-    def from_config(cls, cfg, bulk: bool = False) -> OllamaClient:
-        """A client for `cfg["embedding"]`: hook-path read timeout, or bulk_timeout_s."""
+    def from_config(cls, cfg, bulk: bool = False, pooled: bool | None = None) -> OllamaClient:
+        """A client for `cfg["embedding"]`: hook-path read timeout, or bulk_timeout_s.
+        `pooled` (default: `bulk`) picks httpx for a plain http:// URL: a hook's short
+        ingest is bulk work in a process that must not pay for the import."""
         e = cfg["embedding"]
         if not e["url"]:
             raise EmbedError("not_configured", "embedding is not configured ([embedding].url is empty)")
         return cls(e["url"], e["model"], int(e["dim"]), e["keep_alive"], int(e["num_ctx"]),
                    float(e["connect_timeout_s"]),
                    float(e["bulk_timeout_s"] if bulk else e["timeout_s"]),
-                   pooled=bulk, ca_file=e.get("ca_file") or "")
+                   pooled=bulk if pooled is None else pooled, ca_file=e.get("ca_file") or "")
 
     @property
     def server_address(self) -> str:
