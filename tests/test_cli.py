@@ -56,11 +56,10 @@ def test_usage_errors_exit_2_before_anything_runs(argv, complaint, capsys):
     assert complaint in capsys.readouterr().err
 
 
-def test_an_empty_search_query_is_a_usage_error(project, capsys):
-    assert main(["search", "  ", "--project", str(project)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err.startswith("memhealth search: QUERY is empty")
+def test_an_empty_search_query_is_a_usage_error(project, cli):
+    run = cli("search", "  ", "--project", project)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith("memhealth search: QUERY is empty")
 
 
 def test_project_help_says_the_nearest_memhealth_directory_is_used():
@@ -75,18 +74,19 @@ def test_project_help_says_the_nearest_memhealth_directory_is_used():
         assert "(default: .)" not in action.help
 
 
-def test_project_is_found_from_a_subdirectory(project, capsys, monkeypatch):
+def test_project_is_found_from_a_subdirectory(project, cli, monkeypatch):
     sub = project / "src" / "deep"
     sub.mkdir(parents=True)
     monkeypatch.chdir(sub)
-    assert main(["report", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["window"]["days"] == 7.0
-    assert main(["search", "anything", "--project", str(sub)]) == 0
+    run = cli("report", "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["window"]["days"] == 7.0
+    assert cli("search", "anything", "--project", sub).returncode == 0
 
 
-def test_a_project_directory_that_does_not_exist_is_exit_2(tmp_path, capsys):
-    assert main(["report", "--project", str(tmp_path / "nope")]) == 2
-    assert capsys.readouterr().err.strip() == f"memhealth report: --project {tmp_path / 'nope'}: no such directory"
+def test_a_project_directory_that_does_not_exist_is_exit_2(tmp_path, cli):
+    run = cli("report", "--project", tmp_path / "nope")
+    assert run.returncode == 2
+    assert run.stderr.strip() == f"memhealth report: --project {tmp_path / 'nope'}: no such directory"
 
 
 def test_every_packages_error_base_is_one_line_not_a_traceback():
@@ -127,16 +127,17 @@ def test_the_prompt_hook_on_a_non_intent_prompt_imports_nothing_heavy(project, p
     assert heavy == []
 
 
-def test_cli_commands_leave_their_spans_in_the_outbox(project, tmp_path, capsys, monkeypatch):
+def test_cli_commands_leave_their_spans_in_the_outbox(project, tmp_path, cli, monkeypatch):
     from tests.conftest import rows
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no transcripts of the developer's
-    monkeypatch.setenv("MEMHEALTH_INGEST_GIT", "false")
+    env = {"MEMHEALTH_INGEST_GIT": "false"}
     (project / "README.md").write_text("# Notes\n\nThe snapshot compactor folds streams.\n")
-    assert main(["ingest", "--project", str(project)]) == 0
-    assert main(["search", "compactor", "--project", str(project)]) == 0
-    assert "README.md" in capsys.readouterr().out  # the search found what ingest indexed
-    assert main(["gate", "--project", str(project)]) == 0, capsys.readouterr().out
+    assert cli("ingest", "--project", project, env=env).returncode == 0
+    found = cli("search", "compactor", "--project", project)
+    assert found.returncode == 0 and "README.md" in found.stdout  # what ingest indexed
+    gate = cli("gate", "--project", project)
+    assert gate.returncode == 0, gate.stdout
     spans = rows(project, "SELECT name, parent_span_id IS NULL, trace_id FROM spans")
     roots = {name: trace for name, is_root, trace in spans if is_root}
     assert {"memhealth ingest", "memhealth search", "memhealth gate"} <= set(roots)

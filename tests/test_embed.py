@@ -22,7 +22,6 @@ from memory_core.embed import (
     log_degradation_once,
 )
 from telemetry.record import Trace
-from tests.conftest import clean_env, run_cli
 from tests.ollama_standin import OllamaStandin, closed_url, vector
 
 DIM = 8
@@ -271,20 +270,20 @@ def test_importing_the_client_does_not_import_httpx():
     assert proc.stdout.strip() == "False", proc.stderr
 
 
-def test_the_embed_command_backfills_and_prints_coverage(project):
+def test_the_embed_command_backfills_and_prints_coverage(project, cli):
     conn = db.connect(project / ".memhealth" / "memory.db")
     for i in range(5):
         conn.execute("INSERT INTO chunks(source, path, content, content_hash, created_ns) "
                      "VALUES ('docs', 'a.md', ?, ?, 1)", (f"chunk {i}", str(i)))
     conn.close()
     with OllamaStandin(mode="healthy", dim=DIM) as server:
-        env = clean_env(MEMHEALTH_EMBEDDING_URL=server.url, MEMHEALTH_EMBEDDING_DIM=DIM)
-        proc = run_cli("embed", "--batch", "2", "--project", str(project), env=env)
+        env = {"MEMHEALTH_EMBEDDING_URL": server.url, "MEMHEALTH_EMBEDDING_DIM": DIM}
+        proc = cli("embed", "--batch", "2", "--project", project, env=env)
         assert proc.returncode == 0, proc.stderr
         assert "vectors: 5/5 chunks (100.0%)" in proc.stdout
         assert len(server.bodies("/api/embed")) == 3
         server.mode = "wrong_width"
-        proc = run_cli("embed", "--rebuild", "--project", str(project), env=env)
+        proc = cli("embed", "--rebuild", "--project", project, env=env)
     assert proc.returncode == 1
     assert "vectors: 0/5 chunks" in proc.stdout
     assert "9-dim vectors" in proc.stderr and len(proc.stderr.splitlines()) == 1
@@ -293,11 +292,11 @@ def test_the_embed_command_backfills_and_prints_coverage(project):
     assert conn.execute("SELECT reason FROM degradations").fetchall() == [("dimension_mismatch",)]
 
 
-def test_the_embed_command_refuses_a_width_change_without_rebuild(project):
+def test_the_embed_command_refuses_a_width_change_without_rebuild(project, cli):
     conn = db.connect(project / ".memhealth" / "memory.db")
     vectors.ensure_vec_table(conn, DIM)
     conn.close()
-    env = clean_env(MEMHEALTH_EMBEDDING_URL=closed_url(), MEMHEALTH_EMBEDDING_DIM=16)
-    proc = run_cli("embed", "--project", str(project), env=env)
+    env = {"MEMHEALTH_EMBEDDING_URL": closed_url(), "MEMHEALTH_EMBEDDING_DIM": 16}
+    proc = cli("embed", "--project", project, env=env)
     assert proc.returncode == 1
     assert "memhealth embed --rebuild" in proc.stderr

@@ -14,7 +14,6 @@ import subprocess
 
 import pytest
 
-from memhealth.cli import main
 from memhealth.config import defaults
 from memory_core import embed
 from memory_core.embed import EmbedError, OllamaClient
@@ -75,8 +74,7 @@ def test_https_with_an_untrusted_certificate_is_refused_and_says_how_to_trust_it
     assert tls_ollama.paths() == []  # the handshake failed: no request was ever read
 
 
-def test_memhealth_embed_over_https_with_ca_file_from_the_config(tls_ollama, cert, project, capsys,
-                                                                   monkeypatch):
+def test_memhealth_embed_over_https_with_ca_file_from_the_config(tls_ollama, cert, project, cli):
     from memory_core.db import connect
 
     conn = connect(str(project / ".memhealth" / "memory.db"))
@@ -85,12 +83,11 @@ def test_memhealth_embed_over_https_with_ca_file_from_the_config(tls_ollama, cer
             conn.execute("INSERT INTO chunks(source, path, content, content_hash, created_ns) "
                          "VALUES ('docs', ?, ?, ?, 0)", (f"d{i}.md", f"text {i}", f"h{i}"))
     conn.close()
-    monkeypatch.setenv("MEMHEALTH_EMBEDDING_URL", tls_ollama.url)
-    monkeypatch.setenv("MEMHEALTH_EMBEDDING_DIM", str(DIM))
-    monkeypatch.setenv("MEMHEALTH_EMBEDDING_CA_FILE", cert[0])
-    code = main(["embed", "--json", "--project", str(project)])
-    out = json.loads(capsys.readouterr().out)
-    assert code == 0
+    run = cli("embed", "--json", "--project", project, env={
+        "MEMHEALTH_EMBEDDING_URL": tls_ollama.url, "MEMHEALTH_EMBEDDING_DIM": DIM,
+        "MEMHEALTH_EMBEDDING_CA_FILE": cert[0]})
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
     assert (out["stored"], out["with_vector"], out["chunks"], out["error"]) == (3, 3, 3, None)
     assert tls_ollama.paths() == ["/api/embed"]  # one batch
     assert rows(project, "SELECT count(*) FROM degradations") == [(0,)]

@@ -119,31 +119,22 @@ def test_a_trace_gets_an_ingest_span_with_one_child_per_source(tmp_path):
     assert all(s.end_ns is not None for s in trace.spans)
 
 
-def test_ingest_with_embeddings_says_how_many_chunks_still_lack_a_vector(project, tmp_path, capsys,
+def test_ingest_with_embeddings_says_how_many_chunks_still_lack_a_vector(project, tmp_path, cli,
                                                                          monkeypatch):
     """Chunks ingested before embeddings were configured have no vector: "vectors ok: 0
     embedded" read as healthy while the gate said RED vector_coverage."""
-    from memhealth.cli import main
-    from memory_core import embed
     from tests.ollama_standin import OllamaStandin
 
-    for name, value in env(tmp_path).items():
-        if name in ("HOME", "MEMHEALTH_INGEST_GIT"):
-            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (project / "README.md").write_text("# Project\n\nThe checkpoint guard lives here.\n", encoding="utf-8")
     (project / "wal.md").write_text("# WAL\n\nThe checkpoint stalls under load.\n", encoding="utf-8")
-    assert main(["ingest", "docs", "--project", str(project)]) == 0  # BM25 only, no vectors
-    capsys.readouterr()
+    assert cli("ingest", "docs", "--project", project).returncode == 0  # BM25 only, no vectors
     with OllamaStandin("healthy", dim=8) as ollama:
-        monkeypatch.setenv("MEMHEALTH_EMBEDDING_URL", ollama.url)
-        monkeypatch.setenv("MEMHEALTH_EMBEDDING_DIM", "8")
-        try:
-            assert main(["ingest", "docs", "--project", str(project)]) == 0
-            text = capsys.readouterr().out
-            assert main(["ingest", "docs", "--json", "--project", str(project)]) == 0
-            data = json.loads(capsys.readouterr().out)
-        finally:
-            embed.forget_process_state()
+        env = {"MEMHEALTH_EMBEDDING_URL": ollama.url, "MEMHEALTH_EMBEDDING_DIM": 8}
+        as_text = cli("ingest", "docs", "--project", project, env=env)
+        as_json = cli("ingest", "docs", "--json", "--project", project, env=env)
+    assert as_text.returncode == as_json.returncode == 0
+    text, data = as_text.stdout, json.loads(as_json.stdout)
     first, second = text.splitlines()
     assert first.endswith(" s") and "vectors ok: 0 embedded, 0/2 chunks have one" in first
     assert second == "  vectors: 2 chunk(s) have no vector; `memhealth embed` backfills them"

@@ -98,11 +98,10 @@ def test_shared_settings_go_to_settings_json(tmp_path):
     assert not (tmp_path / ".claude" / "settings.local.json").exists()
 
 
-def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
-    from memhealth.cli import main
-
-    assert main(["init", "--project", str(tmp_path), "--dry-run"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, cli):
+    run = cli("init", "--project", tmp_path, "--dry-run")
+    assert run.returncode == 0
+    lines = run.stdout.splitlines()
     state = tmp_path / ".memhealth"
     assert lines[0] == f"would create {state}/ (mode 0700)"
     assert f"would write {state / 'config.toml'} (commented defaults)" in lines
