@@ -145,7 +145,9 @@ def test_a_dead_or_hung_collector_costs_at_most_the_export_timeout(project, fail
         conn.close()
         rx.down()
     assert not result.ok
-    assert elapsed < timeout + 0.3, f"{failure}: stalled {elapsed:.3f}s with timeout {timeout}s"
+    # the receiver hangs 60 s and the OTel default timeout is 10 s: seconds of slack still
+    # tell the configured 0.5 s from either
+    assert elapsed < timeout + 3.0, f"{failure}: stalled {elapsed:.3f}s with timeout {timeout}s"
     assert result.backlog == len(outbox(project))
 
 
@@ -158,8 +160,9 @@ def test_the_export_command_with_a_dead_collector_exits_1_within_its_timeout(pro
     elapsed = time.monotonic() - t0
     assert proc.returncode == 1
     result = json.loads(proc.stdout)
-    assert result["ok"] is False and result["backlog"] > 0 and result["seconds"] < 1.0
-    assert elapsed < 1.0 + 2.0  # the timeout plus interpreter start and imports
+    # bounded by the configured 1 s (with slack), not the OTel default of 10 s
+    assert result["ok"] is False and result["backlog"] > 0 and result["seconds"] < 1.0 + 2.0
+    assert elapsed < 1.0 + 5.0  # the timeout plus interpreter start and imports
     assert "Traceback" not in proc.stderr
 
 
