@@ -6,10 +6,12 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test system-deps bench lint generate check-generated clean
 
+# Editable install with a static .pth (pyproject.toml: package-dir): no import finder runs in
+# every hook's interpreter, and no deprecated compat mode.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from memhealth.cliutil import add_parser
+
 
 def _checkout_root() -> str | None:
     """The source checkout this memhealth runs from, when it is one (artifacts live there)."""
@@ -14,8 +16,8 @@ def _checkout_root() -> str | None:
 
 
 def register(sub):
-    p = sub.add_parser(
-        "generate", help="write the Grafana dashboards, alert rules and Alertmanager routing",
+    p = add_parser(
+        sub, "generate", help="write the Grafana dashboards, alert rules and Alertmanager routing",
         description="Generate dashboards/*.json, alerts/memhealth.rules.yaml, "
                     "alerts/tests/*.yaml (promtool unit tests), alerts/alertmanager.yml and "
                     "compose/alertmanager.yml from telemetry/catalog.py and telemetry/slo.py. "
@@ -43,22 +45,18 @@ def register(sub):
 def run(args) -> int:
     import sys
 
-    from memhealth.errors import MemhealthError
+    from memhealth.errors import UsageError
     from telemetry import artifacts as generate
 
     out = args.out or _checkout_root()
     if out is None:
-        err = MemhealthError("not running from a source checkout: pass --out DIR")
-        err.exit_code = 2
-        raise err
+        raise UsageError("not running from a source checkout: pass --out DIR")
     try:
         options = generate.Options(args.runbook_url or generate.RUNBOOK_URL,
                                    args.watchdog_url or generate.WATCHDOG_URL,
                                    args.serve_down_url or generate.SERVE_DOWN_URL)
     except ValueError as exc:
-        err = MemhealthError(str(exc))
-        err.exit_code = 2
-        raise err from None
+        raise UsageError(str(exc)) from None
     if args.check:
         problems = generate.stale(out, options)
         for line in problems:

@@ -32,6 +32,8 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "warmup_timeout_s": ("float", 30.0, (0.1, 3600.0), "one warm-up retry for a cold model"),
         "bulk_timeout_s": ("float", 60.0, (0.1, 3600.0), "read timeout for ingest and backfill"),
         "batch_size": ("int", 64, (1, 4096), "texts per /api/embed request during ingest"),
+        "ca_file": ("str", "", None, "https:// only: PEM bundle of the CA to trust instead of the "
+                    "system store (a private CA or a self-signed proxy); verification is never off"),
     },
     "hooks": {
         "busy_timeout_s": ("float", 1.0, (0.01, 60.0),

@@ -149,7 +149,8 @@ def session_end(ctx) -> str | None:
     cfg = dict(ctx.cfg)
     cfg["embedding"] = {**ctx.cfg["embedding"], "bulk_timeout_s": ctx.cfg["embedding"]["timeout_s"]}
     budget = min(SESSION_END_INGEST_BUDGET_S, ctx.cfg["ingest"]["budget_s"])
-    report = run_ingest(ctx.conn, ctx.project.root, cfg, budget_s=budget, trace=ctx.trace)
+    # pooled=False: a hook makes few calls and must not pay ~50 ms to import httpx
+    report = run_ingest(ctx.conn, ctx.project.root, cfg, budget_s=budget, trace=ctx.trace, pooled=False)
     summary = report.to_dict()
     ctx.root.update({"memhealth.ingest.chunks_added": summary["chunks_added"],
                      "memhealth.ingest.errors": summary["errors"],

@@ -269,6 +269,6 @@ def main(argv: list[str]) -> None:
     run(event)
     try:
         sys.stderr.flush()
-    except Exception:
+    except Exception:  # a closed or broken stderr: the hook still exits 0, as promised
         pass
     os._exit(0)

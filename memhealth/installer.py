@@ -167,7 +167,7 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
             connect(db).close()
     if hook_changes:
         actions.extend(hook_changes)
-        actions.append(f"{'would write' if dry_run else 'wrote'} {spath}")
+        actions.append(f"wrote {spath}")  # past tense always; `init --dry-run` rewords
         if not dry_run:
             os.makedirs(os.path.dirname(spath), exist_ok=True)
             _write_atomic(spath, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")

@@ -226,7 +226,7 @@ def ensure_schema(conn) -> int:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
         conn.execute("COMMIT")
-    except BaseException:
+    except BaseException:  # re-raised: whatever stopped the migration, nothing half-applied stays
         conn.execute("ROLLBACK")
         raise
     return version

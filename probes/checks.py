@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from memory_core.db import write
+from memory_core.db import sqlite3, write
 from memory_core.meta import set_meta
 from memory_core.vectors import vector_count
 from probes.result import CheckResult, ago, green, note, red
@@ -35,8 +35,10 @@ def _days(cfg_value: float) -> str:
 def ingest_freshness(ev) -> CheckResult:
     """RED when ingestion never ran, or a source's newest watermark is older than the budget
     measured against the latest session activity (an idle project is not stale)."""
+    # path '*' is the per-source run marker every ingest writes, files or not: a source with
+    # only that row had nothing to read, and is not reported as "fresh"
     rows = ev.conn.execute(
-        "SELECT source, max(updated_ns), count(*) FROM watermarks GROUP BY source ORDER BY source"
+        "SELECT source, max(updated_ns), sum(path != '*') FROM watermarks GROUP BY source ORDER BY source"
     ).fetchall()
     if not rows:
         return red("ingestion never ran (no watermarks)", "memhealth ingest")
@@ -57,7 +59,11 @@ def ingest_freshness(ev) -> CheckResult:
         return red(f"stale ingest: {', '.join(stale)} (budget {_days(ev.cfg['gate']['ingest_max_age_days'])})",
                    "memhealth ingest " + " ".join(s.split()[0] for s in stale)
                    + "; if it errors, see `memhealth report`")
-    detail = f"{len(rows)} source(s) fresh: " + ", ".join(r[0] for r in rows)
+    fresh = [r[0] for r in rows if r[2]]
+    empty = [r[0] for r in rows if not r[2]]
+    detail = f"{len(fresh)} source(s) fresh: " + (", ".join(fresh) or "none")
+    if empty:
+        detail += f"; nothing found to ingest: {', '.join(empty)}"
     if idle:
         detail += f" (idle since the last session: {', '.join(idle)})"
     return green(detail)
@@ -117,7 +123,7 @@ def capture_pending(ev) -> int:
         try:
             return ev.conn.execute(
                 "SELECT count(*) FROM capture_queue WHERE status = 'pending'").fetchone()[0]
-        except Exception:
+        except sqlite3.OperationalError:  # an older queue without a status column
             return ev.conn.execute("SELECT count(*) FROM capture_queue").fetchone()[0]
     raw = ev.meta("capture.pending")
     try:
@@ -195,7 +201,7 @@ def index_integrity(ev) -> CheckResult:
             try:
                 # rank 1: compare the index with the external content table, not only itself
                 conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
-            except Exception as exc:
+            except sqlite3.Error as exc:  # the check reports corruption as a DatabaseError
                 problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
         if not problems:
             try:

@@ -45,7 +45,8 @@ def _failure(exc, e: dict, t0: float, warmup_s: float = 0.0) -> CheckResult:
     """Map a client EmbedError (other than a first-attempt timeout) to a state and fix."""
     url, model, reason = e["url"], e["model"], exc.reason
     if reason == "unreachable":
-        return _result("red", f"Ollama server unreachable at {url} ({exc})", FIX_START.format(url=url),
+        # the client's message already reads "Ollama server unreachable at URL (cause)"
+        return _result("red", str(exc), FIX_START.format(url=url),
                        "unreachable", t0)
     if reason == "malformed":
         return _result("red", f"{url} does not answer like an Ollama server ({exc.body_head[:80]})",

@@ -24,7 +24,7 @@ from telemetry.catalog import EMBEDDING_STATES, GATE_STATUS_VALUES
 
 
 def _embedding_path(ev) -> CheckResult:
-    from probes.embedding import embedding_path  # httpx only when embeddings are configured
+    from probes.embedding import embedding_path  # deferred: the gate imports it only to run it
 
     return embedding_path(ev)
 

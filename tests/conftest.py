@@ -113,3 +113,40 @@ def stop_process(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+class CliRun:
+    """What one in-process `memhealth` command returned and printed."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """`cli("search", "x", env={...})`: memhealth.cli.main in this process, for tests where an
+    interpreter start proves nothing extra (hooks and the entry point keep their subprocess
+    tests). The environment is cleaned as clean_env() does; per-process embedding state
+    (circuits, logged degradations) is forgotten afterwards, as a new process would."""
+    from memhealth.cli import main
+    from memory_core import embed
+
+    for name in list(os.environ):
+        if name.startswith(("MEMHEALTH_", "OTEL_", "CLAUDE_")):
+            monkeypatch.delenv(name)
+
+    def run(*args, env: dict | None = None) -> CliRun:
+        capsys.readouterr()  # what the test printed before is not this command's output
+        with monkeypatch.context() as scoped:
+            for name, value in (env or {}).items():
+                scoped.setenv(name, str(value))
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse: usage errors, --help
+                code = exc.code
+            finally:
+                embed.forget_process_state()
+        out = capsys.readouterr()
+        return CliRun(code, out.out, out.err)
+
+    return run

@@ -67,7 +67,7 @@ class OllamaStandin:
     def __init__(self, mode: str = "healthy", dim: int = 8, models: list[str] | None = None,
                  load_delay_s: float = 1.0, hang_s: float = 30.0, max_chars: int = 2000,
                  missing_body: str = "short", context_length: int = 8192,
-                 overflow_status: int = 500):
+                 overflow_status: int = 500, tls=None):
         self.dim = dim
         self.models = list(models) if models is not None else ["nomic-embed-text"]
         self.load_delay_s = load_delay_s
@@ -86,6 +86,9 @@ class OllamaStandin:
         self.mode = mode
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.standin = self
+        self.tls = tls  # an ssl.SSLContext (server side): speak https with its certificate
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -95,7 +98,7 @@ class OllamaStandin:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls is not None else 'http'}://{host}:{port}"
 
     @property
     def mode(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # The same SQLite library as the code under test: two libraries in one process release
 # each other's POSIX locks on close, and a WAL database can then read as malformed.
 from memory_core.db import sqlite3
@@ -12,7 +14,10 @@ def test_the_demo_drives_a_session_through_the_real_hooks_and_reports(tmp_path):
     proc = run_cli("demo", "--dir", str(tmp_path), timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "MEMORY-HEALTH: " in out and " GREEN" in out
+    verdicts = re.findall(r"MEMORY-HEALTH: (\d+)/(\d+) GREEN(.*)", out)
+    assert len(verdicts) == 3, out  # two session starts and the closing gate
+    assert all(green == total and rest.strip() == "" for green, total, rest in verdicts), verdicts
+    assert " RED " not in out
     assert "memhealth_hook_invocations_total{hook=\"prompt\",outcome=\"ok\"} 6" in out
     assert "DO-NOT-REBUILD" in out and "memory/compactor-exists.md" in out
 

@@ -58,7 +58,15 @@ def test_prompts_the_prompt_hook_saw_keep_the_boundary_green(project, tmp_path):
             fh.write(_prompt_line(text))
         run_hook("prompt", payload("UserPromptSubmit", project, session_id="s-one", prompt=text), project)
     context = _session_start(project, "s-two", tmp_path / "s-two.jsonl")
-    assert "RED hook_heartbeats" not in context
+    assert context.startswith("MEMORY-HEALTH: ")
+    assert _heartbeat_line(context) == ""  # green checks print no line
+    proc = run_cli("gate", "--json", "--project", str(project))
+    check = next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "hook_heartbeats")
+    assert check["status"] == "green"
+    # both prompts the transcript gained were seen by the prompt hook: 2 session starts + 2
+    assert check["detail"].startswith("7 hooks wired; 4 runs in ")
+    assert check["detail"].endswith("latest all ok")
+    assert rows(project, "SELECT count(*) FROM heartbeats WHERE hook = 'prompt' AND outcome = 'ok'") == [(2,)]
 
 
 def test_a_hook_killed_mid_run_is_reported_as_killed_and_red(project):

@@ -12,10 +12,7 @@ import time
 
 import pytest
 
-# The same SQLite library as the code under test: two libraries in one process release
-# each other's POSIX locks on close, and a WAL database can then read as malformed.
-from memory_core.db import sqlite3
-from tests.conftest import clean_env, payload, rows, run_hook
+from tests.conftest import clean_env, memhealth_cmd, payload, rows, run_hook
 
 HOOK_EVENTS = ["session-start", "prompt", "pre-tool", "post-tool", "pre-compact", "stop", "session-end"]
 
@@ -215,40 +212,41 @@ def test_sixteen_concurrent_hook_processes_lose_no_heartbeat_and_never_lock_out(
 
 
 def test_a_hook_killed_mid_work_is_counted_as_killed(project):
+    """Deterministic: the session-start hook is held inside its work by an embedding server
+    that takes the request and never answers; it is killed once the server has the request
+    (so its started row is written and its completion cannot be)."""
     from memory_core.db import connect
     from memory_core.heartbeat import reap_killed
+    from tests.ollama_standin import OllamaStandin
 
-    prompt = "should we rebuild the vector index " * 40000  # enough work to stop it mid-way
-    body = json.dumps(payload("prompt", project, prompt=prompt)).encode()
+    with OllamaStandin("hung", dim=8, hang_s=120) as ollama:
+        env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM="8",
+                        MEMHEALTH_EMBEDDING_TIMEOUT_S="60")
+        proc = subprocess.Popen(memhealth_cmd() + ["hook", "session-start"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=str(project), env=env)
+        try:
+            proc.stdin.write(json.dumps(payload("SessionStart", project, source="startup")).encode())
+            proc.stdin.close()
+            deadline = time.monotonic() + 30
+            while "/api/embed" not in ollama.paths() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert "/api/embed" in ollama.paths(), "the hook never reached its embedding probe"
+            assert proc.poll() is None  # still waiting on the server
+        finally:
+            proc.kill()  # SIGKILL: no handler runs, nothing more is written
+            proc.wait(10)
     db = str(project / ".memhealth" / "memory.db")
-    for _attempt in range(10):
-        proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "memhealth"), "hook", "prompt"],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                cwd=str(project), env=clean_env())
-        proc.stdin.write(body)
-        proc.stdin.close()
-        deadline = time.monotonic() + 10
-        started = False
-        watcher = sqlite3.connect(db, timeout=10)
-        while time.monotonic() < deadline and proc.poll() is None:
-            if watcher.execute("SELECT 1 FROM heartbeats WHERE pid = ? AND outcome IS NULL", (proc.pid,)).fetchone():
-                proc.kill()  # SIGKILL: no handler runs, nothing is written
-                started = True
-                break
-            time.sleep(0.0005)
-        proc.wait(10)
-        watcher.close()
-        if started:
-            break
-    else:
-        pytest.fail("could not catch the hook between its started row and its completion")
     conn = connect(db)
-    assert reap_killed(conn, killed_after_s=900) == 1
-    outcome = conn.execute("SELECT outcome FROM heartbeats WHERE pid = ?", (proc.pid,)).fetchone()
-    assert outcome == ("killed",)
+    # the hook's own row and the gate's (it runs inside session start) were both cut off
+    assert reap_killed(conn, killed_after_s=900) == 2
+    outcomes = conn.execute("SELECT hook, outcome FROM heartbeats WHERE pid = ? ORDER BY hook",
+                            (proc.pid,)).fetchall()
+    assert outcomes == [("gate", "killed"), ("session-start", "killed")]
     (value,) = conn.execute(
         "SELECT value FROM rollups WHERE metric = 'memhealth_hook_invocations_total' "
-        "AND labels = ?", ('{"hook":"prompt","outcome":"killed"}',)).fetchone()
+        "AND labels = ?", ('{"hook":"session-start","outcome":"killed"}',)).fetchone()
+    conn.close()
     assert value == 1
 
 
