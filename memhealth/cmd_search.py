@@ -25,6 +25,7 @@ def run(args) -> int:
     import sys
 
     from memhealth.cliutil import UsageError, open_project
+    from memory_core.outbox import command_trace
     from memory_core.search import search
 
     if not args.query.strip():
