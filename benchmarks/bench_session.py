@@ -3,7 +3,7 @@ memhealth's hooks installed against the same session without them, in one run.
 
 The model is the scripted stand-in (tests/e2e/messages_api.py, answering at once), so the
 difference is the hooks: SessionStart (the gate), UserPromptSubmit, Pre/PostToolUse on the
-20 calls init's matcher covers (Read, Bash; Grep is not matched), Stop, and SessionEnd
+25 calls init's matcher covers (Read, Bash; the 5 Grep calls are not matched), Stop, and SessionEnd
 (an incremental ingest). Sessions alternate with and without hooks so drift on a shared box
 hits both; figures are medians. Needs the CLI (tests/e2e/claude_cli.py installs it into
 the cache); without it the benchmark says why and reports nothing.
