@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -83,8 +84,6 @@ def payload(event: str, cwd, **fields) -> dict:
     """A payload the real CLI sent for `event` (memhealth's name or Claude Code's), from
     tests/fixtures/payloads/ (captured by tests/e2e), with its paths moved into `cwd`, the
     test's session id and transcript path, and `fields` on top."""
-    import re
-
     from tests.payloads import PAYLOAD_DIR, real_payload
 
     claude = _CLAUDE_EVENTS.get(event, event)

@@ -20,7 +20,7 @@ from collections import Counter
 import pytest
 
 from memhealth.hooks import EVENTS
-from tests.conftest import FIXTURES, rows
+from tests.conftest import rows
 from tests.e2e.claude_cli import wanted_version
 from tests.e2e.conftest import make_world
 from tests.e2e.harness import hook_attachments, hook_matcher
@@ -148,7 +148,6 @@ def test_payload_fixtures_have_the_shapes_the_cli_sent(full):
         assert shape(fixture) == shape(captured[name]), name
         flat = json.dumps(fixture)
         assert SCRUB_PROJECT in flat and SCRUB_HOME in flat and home not in flat, name
-    assert os.path.isdir(FIXTURES)
 
 
 # Records that carry the CLI's own system prompt, tool and skill listings and request bodies:
