@@ -11,7 +11,7 @@ import os
 import pytest
 
 from tests.e2e.claude_cli import Unavailable, install, installed_version
-from tests.e2e.harness import SampleProject, Session
+from tests.e2e.harness import SampleProject, Session, completed_heartbeats, expected_heartbeats
 from tests.e2e.messages_api import ScriptedModel
 
 
@@ -42,6 +42,12 @@ class E2E:
     def run(self, prompt: str, script=(), **kw):
         self.model.extend(list(script))
         return self.session.run(prompt, **kw)
+
+    def assert_every_event_heartbeated(self) -> None:
+        """Every event the CLI fired that init wired left exactly one completed ok heartbeat."""
+        expected = expected_heartbeats(self.project.payloads())
+        assert expected, "the CLI fired no event"
+        assert completed_heartbeats(self.project.db_path) == expected
 
 
 def make_world(binary: str, base, log_name: str = "api.ndjson"):

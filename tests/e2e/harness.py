@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 
 from tests.e2e.claude_cli import SESSION_TIMEOUT_S, session_env
 
@@ -308,3 +309,28 @@ def hook_matcher(claude_event: str) -> re.Pattern | None:
         if event == claude_event and matcher:
             return re.compile(rf"^(?:{matcher})$")
     return None
+
+
+def expected_heartbeats(payloads: list[dict]) -> Counter:
+    """(our hook, session id) for every payload the CLI sent that init's wiring matches."""
+    from memhealth.hooks import EVENTS
+
+    ours = {claude: hook for hook, claude in EVENTS.items()}
+    expected: Counter = Counter()
+    for p in payloads:
+        matcher = hook_matcher(p["hook_event_name"])
+        if matcher is None or matcher.match(p.get("tool_name", "")):
+            expected[(ours[p["hook_event_name"]], p["session_id"])] += 1
+    return expected
+
+
+def completed_heartbeats(db_path: str) -> Counter:
+    """(hook, session id) of every heartbeat that completed ok (the gate's own excluded)."""
+    from memory_core.db import sqlite3
+
+    conn = sqlite3.connect(db_path, timeout=10)
+    try:
+        return Counter(conn.execute("SELECT hook, session_id FROM heartbeats WHERE hook != 'gate' "
+                                    "AND outcome = 'ok' AND ended_ns IS NOT NULL").fetchall())
+    finally:
+        conn.close()

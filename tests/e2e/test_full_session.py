@@ -19,15 +19,13 @@ from collections import Counter
 
 import pytest
 
-from memhealth.hooks import EVENTS
 from tests.conftest import rows
 from tests.e2e.claude_cli import wanted_version
 from tests.e2e.conftest import make_world
-from tests.e2e.harness import hook_attachments, hook_matcher
+from tests.e2e.harness import completed_heartbeats, expected_heartbeats, hook_attachments
 from tests.e2e.messages_api import text, tool_use
 from tests.payloads import PAYLOAD_DIR, SCRUB_HOME, SCRUB_PROJECT, payload_name, scrub, shape
 
-OURS = {claude: ours for ours, claude in EVENTS.items()}
 PROMPT = "Tidy the ledger writer: read it, find the checkpoint calls, fix its docstring, run a check."
 REPLY = "The writer batches appends in append(); I tightened its docstring and the import check passed."
 AFTER = "Thanks. What should the writer metrics export look like?"
@@ -76,17 +74,11 @@ def test_every_event_of_every_run_has_a_completed_heartbeat(full):
     # the order the CLI fires them in (REFERENCE §1b)
     assert names[:2] == ["SessionStart", "UserPromptSubmit"] and names.count("PreCompact") == 1
     assert Counter(names)["SessionEnd"] == 3 and Counter(names)["Stop"] == 2
-    expected = Counter()
-    for p in fired:
-        matcher = hook_matcher(p["hook_event_name"])
-        if matcher is None or matcher.match(p.get("tool_name", "")):
-            expected[(OURS[p["hook_event_name"]], p["session_id"])] += 1
+    expected = expected_heartbeats(fired)
     # four tool calls; init's matcher leaves Grep out (Read, Edit, Bash are ours)
     assert names.count("PreToolUse") == 4 and names.count("PostToolUse") == 4
     assert expected[("pre-tool", full.sid)] == 3 and expected[("post-tool", full.sid)] == 3
-    got = Counter(rows(full.project.root, "SELECT hook, session_id FROM heartbeats WHERE hook != 'gate' "
-                                          "AND outcome = 'ok' AND ended_ns IS NOT NULL"))
-    assert got == expected
+    assert completed_heartbeats(full.project.db_path) == expected
     assert rows(full.project.root, "SELECT hook, outcome, reason, detail FROM heartbeats "
                                    "WHERE outcome IS NOT 'ok'") == []
 

@@ -43,6 +43,7 @@ def test_session_start_delivers_the_verdict_line_first(e2e):
     assert all(fact in block for fact in PINNED), block
     assert rows(e2e.project.root, "SELECT count(*) FROM heartbeats WHERE hook = 'session-start' "
                 "AND session_id = ? AND outcome = 'ok'", (run.session_id,)) == [(1,)]
+    e2e.assert_every_event_heartbeated()
 
 
 @pytest.mark.xfail(strict=True, reason="issue 10: operator notes still reach additionalContext")
@@ -70,6 +71,7 @@ def test_a_prompt_re_proposing_an_existing_subsystem_gets_do_not_rebuild_after_i
     # after the prompt, where Claude reads it as context for that prompt
     assert position(body, BUILD_PROMPT) < position(body, "UserPromptSubmit hook additional context"), body
     assert decisions(e2e.project, run.session_id)[-1] == (len(BUILD_PROMPT), "injected")
+    e2e.assert_every_event_heartbeated()
 
 
 def test_chit_chat_and_a_slash_command_get_nothing_and_the_same_session_still_can(e2e):
@@ -100,6 +102,7 @@ def test_chit_chat_and_a_slash_command_get_nothing_and_the_same_session_still_ca
     assert [length for length, _ in got] == [len(chat), len("/ledger-plan"), len(BUILD_PROMPT)]
     assert [outcome for _, outcome in got][-1] == "injected"
     assert "injected" not in [outcome for _, outcome in got][:2], got
+    e2e.assert_every_event_heartbeated()
 
 
 def test_compact_on_resume_then_a_prompt_gets_the_pinned_facts_again(e2e):
@@ -123,6 +126,7 @@ def test_compact_on_resume_then_a_prompt_gets_the_pinned_facts_again(e2e):
     assert _section(block, "Pinned (invariants):") == pinned, block
     sources = [p["source"] for p in e2e.project.payloads() if p.get("hook_event_name") == "SessionStart"]
     assert sources == ["startup", "resume", "compact", "resume"], sources
+    e2e.assert_every_event_heartbeated()
 
 
 def _section(block: str, heading: str) -> list[str]:
