@@ -70,6 +70,43 @@ def wired_hooks(paths: list[str]) -> tuple[set[str], dict[str, int], list[str]]:
     return events, timeouts, problems
 
 
+def unrunnable_commands(paths: list[str]) -> list[tuple[str, str]]:
+    """(program, settings file) for each of our hook commands whose program cannot run here:
+    a deleted or moved virtualenv, a path typed by hand. Claude Code then reports `hook error`
+    (exit 127) on every event, no heartbeat is ever written and nothing reaches Claude, so
+    the heartbeat rows alone would call the project idle."""
+    import shlex
+    import shutil
+
+    found: dict[str, str] = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue  # wired_hooks reports unreadable files
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        for groups in hooks.values() if isinstance(hooks, dict) else ():
+            for group in groups if isinstance(groups, list) else ():
+                handlers = group.get("hooks") if isinstance(group, dict) else None
+                for handler in handlers if isinstance(handlers, list) else ():
+                    command = handler.get("command") if isinstance(handler, dict) else None
+                    if not isinstance(command, str) or not _OURS.search(command):
+                        continue
+                    try:
+                        program = shlex.split(command)[0]
+                    except (ValueError, IndexError):
+                        found.setdefault(command[:80], os.path.basename(path))
+                        continue
+                    if os.sep in program:
+                        runnable = os.path.isfile(program) and os.access(program, os.X_OK)
+                    else:
+                        runnable = shutil.which(program) is not None
+                    if not runnable:
+                        found.setdefault(program, os.path.basename(path))
+    return sorted(found.items())
+
+
 def remember_session(conn, session_id: str | None, transcript_path: str | None, now_ns: int) -> None:
     """Record a SessionStart's transcript and its size, so the next gate can tell whether
     prompts arrived that the prompt hook never saw. Keeps the last few sessions."""
@@ -165,6 +202,11 @@ def hook_heartbeats(ev) -> CheckResult:
     if not expected and not problems:
         return red("no memhealth hooks are wired in .claude/settings.json or settings.local.json",
                    FIX_WIRING)
+    for program, where in unrunnable_commands(ev.settings_paths):
+        reds.append((f"hooks in {where} run {program}, which is not an executable here: every hook "
+                     "fails before it starts (Claude Code shows `hook error`, nothing reaches Claude)",
+                     "run `memhealth init` with the memhealth you use (rewrites the hook commands), "
+                     "then restart Claude Code"))
 
     window_ns = int(cfg["gate"]["heartbeat_max_age_days"] * 86400e9)
     since = ev.now_ns - window_ns

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -74,9 +75,27 @@ def rows(project, sql: str, params=()) -> list[tuple]:
         conn.close()
 
 
+_CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "pre-tool": "PreToolUse",
+                  "post-tool": "PostToolUse", "pre-compact": "PreCompact", "stop": "Stop",
+                  "session-end": "SessionEnd"}
+
+
 def payload(event: str, cwd, **fields) -> dict:
-    base = {"session_id": "sess-1", "transcript_path": os.path.join(str(cwd), "t.jsonl"),
-            "cwd": str(cwd), "hook_event_name": event}
+    """A payload the real CLI sent for `event` (memhealth's name or Claude Code's), from
+    tests/fixtures/payloads/ (captured by tests/e2e), with its paths moved into `cwd`, the
+    test's session id and transcript path, and `fields` on top."""
+    from tests.payloads import PAYLOAD_DIR, real_payload
+
+    claude = _CLAUDE_EVENTS.get(event, event)
+    name = re.sub(r"(?<!^)([A-Z])", r"_\1", claude).lower()
+    if claude == "SessionStart":
+        name = f"{name}_{fields.get('source', 'startup')}"
+    elif claude in ("PreToolUse", "PostToolUse"):
+        tool = str(fields.get("tool_name", "Read")).lower()
+        name = f"{name}_{tool if os.path.exists(os.path.join(PAYLOAD_DIR, f'{name}_{tool}.json')) else 'read'}"
+    base = real_payload(name, cwd)
+    base.update({"session_id": "sess-1", "transcript_path": os.path.join(str(cwd), "t.jsonl"),
+                 "cwd": str(cwd), "hook_event_name": claude})
     base.update(fields)
     return base
 

@@ -33,6 +33,28 @@ def test_every_event_exits_zero_and_records_an_ok_heartbeat(project, event):
     assert (hook, outcome, reason, completed) == (event, "ok", None, 1)
 
 
+_REAL = sorted(f[:-5] for f in os.listdir(os.path.join(os.path.dirname(__file__), "fixtures", "payloads"))
+               if f.endswith(".json"))
+_HOOK_OF = {"session_start": "session-start", "user_prompt_submit": "prompt", "pre_tool_use": "pre-tool",
+            "post_tool_use": "post-tool", "pre_compact": "pre-compact", "stop": "stop", "session_end": "session-end"}
+
+
+@pytest.mark.parametrize("name", _REAL)
+def test_every_payload_the_real_cli_sent_is_handled_as_ok(project, tmp_path, name):
+    """tests/fixtures/payloads: the exact shapes CLI 2.1.332 sent (PostToolUse for Read has a
+    `tool_response` object, Stop has `last_assistant_message`, ...), captured by tests/e2e."""
+    from tests.payloads import real_payload
+
+    event = next(hook for prefix, hook in _HOOK_OF.items() if name.startswith(prefix))
+    body = real_payload(name, project, home=tmp_path / "home")
+    run = run_hook(event, body, cwd=str(project))
+    assert (run.returncode, run.stderr) == (0, b"")
+    assert last_heartbeat(project)[:3] == (event, "ok", None)
+    assert rows(project, "SELECT session_id FROM heartbeats WHERE hook = ?", (event,)) == [(body["session_id"],)]
+    if event in ("session-start", "prompt", "pre-tool", "post-tool") and run.stdout:
+        assert json.loads(run.stdout)["hookSpecificOutput"]["hookEventName"] == body["hook_event_name"]
+
+
 @pytest.mark.parametrize("stdin, reason", [
     (b"", "empty_stdin"),
     (b"   \n", "empty_stdin"),
