@@ -14,6 +14,12 @@ def register(sub):
                    help="project directory (default: the nearest .memhealth/ at or above the cwd)")
     p.add_argument("--json", action="store_true",
                    help='print {"total", "green", "red", "checks": [...]} instead of text')
+    # the same names as probes.gate.ACKABLE (a test keeps them equal; importing the gate
+    # here would load it for every command)
+    p.add_argument("--ack", metavar="CHECK", choices=("hook_heartbeats", "integrations"), default=None,
+                   help="acknowledge CHECK's RED about a past event (a hook that did not fire, a "
+                        "failed webhook delivery): recorded, shown by `memhealth report`; later "
+                        "events are reported again. CHECK: hook_heartbeats, integrations")
     p.set_defaults(func=run)
     return p
 
@@ -41,6 +47,15 @@ def run(args) -> int:
         print(gate.dumps(verdict) if args.json else verdict.text(), flush=True)
         return 1
     try:
+        if args.ack:
+            import time
+
+            row = conn.execute("SELECT detail FROM gate_checks WHERE name = ? AND status = 'red' "
+                               "ORDER BY run_id DESC LIMIT 1", (args.ack,)).fetchone()
+            gate.acknowledge(conn, args.ack, time.time_ns(), row[0] if row else "")
+            if not args.json:
+                print(f"memhealth gate: acknowledged {args.ack} up to now"
+                      + (f" ({row[0][:200]})" if row else "") + "; later events are reported again")
         with command_trace(conn, "memhealth gate") as trace:
             verdict = gate.run(Evidence(project.root, conn, cfg), trace=trace)
     finally:
