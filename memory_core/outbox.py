@@ -219,6 +219,7 @@ def insert_degradation(conn, component: str, reason: str, detail: str = "") -> N
 DEFAULT_MAX_ROWS = 20_000
 EXPORT_WATERMARK_KEY = "export.spans.last_id"  # the exporter's acknowledged high-water mark
 _PRUNE_BATCH = 5000
+_PRUNE_MAX_ROWS = 50_000  # per call: a first prune of a huge outbox spreads over a few gate runs
 
 
 def prune_spans(conn, max_age_days: float, max_rows: int, now_ns: int | None = None) -> dict:
@@ -229,7 +230,9 @@ def prune_spans(conn, max_age_days: float, max_rows: int, now_ns: int | None = N
     Cheap when there is nothing to do (three index lookups, no write). Deletes are rowid
     ranges from the oldest id: spans are only ever appended. The newest row is always kept
     (ids are rowids; an emptied table would hand out ids below the exporter's watermark).
-    Rows the exporter never acknowledged are counted in memhealth_outbox_dropped_spans_total."""
+    Rows the exporter never acknowledged are counted in memhealth_outbox_dropped_spans_total.
+    One call deletes at most ~50,000 rows by the row bound and walks by age for at most 0.5 s
+    (~50 ms and a short write lock, on the session-start path); the rest goes next time."""
     now_ns = now_ns or time.time_ns()
     cutoff = now_ns - int(max_age_days * 86400e9)
     first = conn.execute("SELECT id, end_ns FROM spans ORDER BY id LIMIT 1").fetchone()
@@ -250,11 +253,12 @@ def prune_spans(conn, max_age_days: float, max_rows: int, now_ns: int | None = N
     dropped = {"retention": 0, "max_rows": 0}
     with write(conn):
         if first[0] <= row_bound:
+            row_bound = min(row_bound, first[0] + _PRUNE_MAX_ROWS - 1)
             (n_new,) = conn.execute("SELECT count(*) FROM spans WHERE id <= ? AND id > ?",
                                     (row_bound, exported)).fetchone()
             conn.execute("DELETE FROM spans WHERE id <= ?", (row_bound,))
             dropped["max_rows"] = n_new
-        deadline = time.monotonic() + 2.0  # a bounded walk; what is left goes next time
+        deadline = time.monotonic() + 0.5  # a bounded walk; what is left goes next time
         while time.monotonic() < deadline:
             rows = conn.execute("SELECT id, end_ns FROM spans WHERE id < ? ORDER BY id LIMIT ?",
                                 (newest, _PRUNE_BATCH)).fetchall()

@@ -12,6 +12,7 @@ gate's list of checks, so a new check cannot ship without its round trip.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -171,6 +172,34 @@ def session_start_missed_a_session_is_acknowledged(root):
     assert "hook_heartbeats" in report.stdout.split("Acknowledged gate findings")[1].split("\n\n")[0]
     _prompt(root, "s-three")  # a new miss after the acknowledgement is reported again
     assert "session-start did not fire for 1 session" in _red(root, "hook_heartbeats")["detail"]
+
+
+def _transcript_prompt(path, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user", "sessionId": "x", "uuid": os.urandom(4).hex(),
+                             "message": {"role": "user", "content": text}}) + "\n")
+
+
+@scenario("hook_heartbeats")
+def prompts_the_prompt_hook_never_saw_are_acknowledged(root):
+    _ingest(root)
+    transcript = root / "s-one.jsonl"
+    transcript.write_text("")
+    run = run_hook("session-start", payload("SessionStart", root, session_id="s-one", source="startup",
+                                            transcript_path=str(transcript)), str(root))
+    assert run.returncode == 0
+    _transcript_prompt(transcript, "why does the writer queue stall?")  # the prompt hook never ran
+    red = _red(root, "hook_heartbeats")
+    assert "prompt hook left no rows in session s-one" in red["detail"] and " ago)" in red["detail"]
+    assert commands_in(red["fix"]) == ["memhealth init", "memhealth hook prompt < payload.json",
+                                       "memhealth gate --ack hook_heartbeats"]
+    run_fix(root, "memhealth init")  # the wiring is fine: nothing changes, the past stays true
+    assert check(root, "hook_heartbeats")["status"] == "red"
+    run_fix(root, "memhealth gate --ack hook_heartbeats")
+    assert check(root, "hook_heartbeats")["status"] == "green"
+    time.sleep(0.05)  # past the file system's coarse clock: the next growth is after the ack
+    _transcript_prompt(transcript, "and now?")  # missed again, after the acknowledgement
+    assert "prompt hook left no rows" in _red(root, "hook_heartbeats")["detail"]
 
 
 @scenario("hook_heartbeats")

@@ -99,3 +99,16 @@ def test_without_an_exporter_the_telemetry_check_is_green_and_says_the_bound(pro
     result = check(project, "telemetry_pipeline")
     assert result["status"] == "green"
     assert result["detail"] == "no exporter configured: the span outbox is kept locally, bounded to 14 d / 20000 spans"
+
+
+def test_a_huge_outbox_is_pruned_over_a_few_runs_not_in_one_long_lock(project):
+    conn = open_store(project)
+    now = time.time_ns()
+    with write(conn):
+        conn.executemany("INSERT INTO spans(trace_id, span_id, name, start_ns, end_ns) VALUES (?,?,?,?,?)",
+                         [("a" * 32, f"{i:016x}", "s", now, now) for i in range(60_100)])
+    assert outbox.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 50_000}
+    assert outbox.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 10_000}
+    assert outbox.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 0}
+    assert conn.execute("SELECT count(*) FROM spans").fetchone() == (100,)
+    conn.close()
