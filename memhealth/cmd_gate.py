@@ -15,6 +15,12 @@ def register(sub):
     add_project_option(p)
     p.add_argument("--json", action="store_true",
                    help='print {"total", "green", "red", "checks": [...]} instead of text')
+    # the same names as probes.gate.ACKABLE (a test keeps them equal; importing the gate
+    # here would load it for every command)
+    p.add_argument("--ack", metavar="CHECK", choices=("hook_heartbeats", "integrations"), default=None,
+                   help="acknowledge CHECK's RED about a past event (a hook that did not fire, a "
+                        "failed webhook delivery): recorded, shown by `memhealth report`; later "
+                        "events are reported again. CHECK: hook_heartbeats, integrations")
     p.set_defaults(func=run)
     return p
 
@@ -28,9 +34,24 @@ def run(args) -> int:
 
     try:
         with open_project(args, create=False) as ctx:
+            if args.ack:
+                _acknowledge(ctx.conn, args.ack, quiet=args.json)
             with command_trace(ctx.conn, "memhealth gate") as trace:
                 verdict = gate.run(Evidence(ctx.project.root, ctx.conn, ctx.cfg), trace=trace)
     except StoreError as exc:  # the store itself is the failure: a verdict, not a traceback
         verdict = gate.store_failure(exc)
     print(gate.dumps(verdict) if args.json else verdict.text(), flush=True)
     return 1 if verdict.red else 0
+
+
+def _acknowledge(conn, check: str, quiet: bool) -> None:
+    import time
+
+    from probes import gate
+
+    row = conn.execute("SELECT detail FROM gate_checks WHERE name = ? AND status = 'red' "
+                       "ORDER BY run_id DESC LIMIT 1", (check,)).fetchone()
+    gate.acknowledge(conn, check, time.time_ns(), row[0] if row else "")
+    if not quiet:
+        print(f"memhealth gate: acknowledged {check} up to now"
+              + (f" ({row[0][:200]})" if row else "") + "; later events are reported again")

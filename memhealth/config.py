@@ -77,7 +77,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
     },
     "telemetry": {
         "capture_content": ("bool", False, None, "export prompt text on spans (opt-in)"),
-        "retention_days": ("float", 14.0, (0.1, 3650.0), "outbox rows older than this are dropped and counted"),
+        "retention_days": ("float", 14.0, (0.1, 3650.0),
+                           "outbox spans older than this are dropped and counted, exporter or not "
+                           "(pruned by the gate: each session start and `memhealth gate`)"),
+        "outbox_max_rows": ("int", 20000, (100, 10000000),
+                            "at most this many spans wait in the outbox; the oldest beyond it are dropped "
+                            "and counted (bounds the store when no exporter runs)"),
         "export_timeout_s": ("float", 2.0, (0.05, 120.0), "OTLP export timeout; a dead collector never stalls longer"),
         "otlp_endpoint": ("str", "", None, '"" = OTEL_EXPORTER_OTLP_ENDPOINT or http://127.0.0.1:4318'),
         "otlp_protocol": ("str", "http/protobuf", ("http/protobuf", "grpc"), "OTLP transport"),

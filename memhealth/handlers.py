@@ -17,8 +17,10 @@ from memory_core.text import clean
 
 
 def session_start(ctx) -> str | None:
-    """Print the health verdict first (its RED and NOTE lines under it), then what memory
-    holds. With [gate].mode = "off" (ablation) the gate is skipped entirely."""
+    """Print the health verdict first (memory-path RED and NOTE lines under it), then what
+    memory holds. Notes for the operator (optional integrations, telemetry) go to the person
+    as `systemMessage`, never into Claude's context. With [gate].mode = "off" (ablation) the
+    gate is skipped entirely."""
     import time
 
     from memory_core.render import session_render
@@ -37,9 +39,14 @@ def session_start(ctx) -> str | None:
                        time.monotonic() + ctx.cfg["gate"]["hook_budget_s"])
         ev = Evidence(ctx.project.root, ctx.conn, ctx.cfg, now=now_ns / 1e9, session_id=ctx.session_id,
                       deadline=deadline)
-        head = gate.run(ev, trace=ctx.trace).lines()
-        # what the next gate compares: this render (novelty) and this transcript's size
-        novelty.record_render(ctx.conn, ctx.session_id, body, novelty.corpus_signature(ctx.conn), now_ns)
+        verdict = gate.run(ev, trace=ctx.trace)
+        head = verdict.context_lines()
+        operator = verdict.operator_lines()
+        if operator:
+            ctx.notice = "\n".join(["memhealth (for you; Claude does not see this):",
+                                    *(line.strip() for line in operator)])
+        # what the next gate compares: this render beside its inputs, and this transcript's size
+        novelty.record_render(ctx.conn, ctx.session_id, body, novelty.inputs_signature(ctx.conn), now_ns)
         transcript = ctx.payload.get("transcript_path")
         heartbeats.remember_session(ctx.conn, ctx.session_id,
                                     transcript if isinstance(transcript, str) else None, now_ns)

@@ -20,7 +20,7 @@ GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
 EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
                     "fallback_mismatch", "not_configured")
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
-OUTBOX_DROP_REASONS = ("retention", "malformed")
+OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -86,7 +86,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_outbox_backlog_spans", "gauge", "1",
            "Spans recorded in the outbox and not yet exported over OTLP."),
     Metric("memhealth_outbox_dropped_spans_total", "counter", "1",
-           "Outbox spans dropped before export (retention = older than telemetry.retention_days).",
+           "Outbox spans dropped before export (retention = older than telemetry.retention_days; "
+           "max_rows = beyond telemetry.outbox_max_rows).",
            ("reason",), label_values={"reason": OUTBOX_DROP_REASONS}),
     Metric("memhealth_exported_spans_total", "counter", "1",
            "Spans the OTLP exporter has shipped (acknowledged by the collector)."),

@@ -144,9 +144,10 @@ def test_inside_a_hook_the_warmup_is_clamped_to_the_hooks_own_deadline(proj):
         t0 = time.monotonic()
         r = embedding_path(ev)
         elapsed = time.monotonic() - t0
-    assert (r.status, r.state) == ("red", "wedged")
-    # clamped to the hook's 1.6 s deadline, not the 30 s warm-up (slack for a loaded machine)
-    assert elapsed < 1.6 + 3.0
+    # the retry was cut short by the deadline: undecided, never wedged (issue 10); bounded by
+    # the hook's 1.6 s deadline, not the 30 s warm-up (slack for a loaded machine)
+    assert (r.status, r.state) == ("note", "cold") and elapsed < 1.6 + 3.0
+    assert "undecided" in r.detail and "memhealth gate" in r.fix
 
 
 def test_the_session_start_hook_never_waits_longer_than_its_gate_budget_on_a_hung_server(tmp_path):
