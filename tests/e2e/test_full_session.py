@@ -87,7 +87,8 @@ def test_the_transcript_shows_every_hook_succeeded(full):
     records = full.session.transcript_records(full.sid)
     attachments = hook_attachments(records)
     kinds = Counter(a["type"] for a in attachments)
-    assert set(kinds) <= {"hook_success", "hook_additional_context"}, kinds
+    # hook_system_message: operator notes shown to the user (systemMessage), never to the model
+    assert set(kinds) <= {"hook_success", "hook_additional_context", "hook_system_message"}, kinds
     assert all(a.get("exitCode", 0) == 0 and not a.get("stderr") for a in attachments), attachments
     ours = [a for a in attachments if a["type"] == "hook_success" and "hookSpecificOutput" in a.get("stdout", "")]
     assert {a["hookName"] for a in ours} >= {"SessionStart:startup", "SessionStart:compact"}, attachments

@@ -46,7 +46,6 @@ def test_session_start_delivers_the_verdict_line_first(e2e):
     e2e.assert_every_event_heartbeated()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: operator notes still reach additionalContext")
 def test_with_nothing_wrong_no_operator_notes_reach_the_model(e2e):
     prompt = "Good morning! Anything I should know before I start?"
     e2e.run(prompt)
