@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import re
 
-import pytest
-
 from tests.conftest import rows
 from tests.e2e.harness import PINNED
 from tests.e2e.reached import hook_blocks, position, request_with
