@@ -301,6 +301,15 @@ class Serve:
         encoder, content_type = choose_encoder(accept or "")
         return encoder(self._registry), content_type
 
+    def runbook(self) -> tuple[int, bytes]:
+        """The alert runbook as HTML: where every alert's runbook_url points by default."""
+        from telemetry import runbook
+
+        try:
+            return 200, runbook.render(runbook.load())
+        except OSError as exc:  # an install without the packaged runbook: say where it is
+            return 404, f"runbook not installed ({exc.strerror}); see alerts/runbook.md\n".encode()
+
     def health(self) -> dict:
         probe = dict(self.probe_state)
         if probe["running_since"] is not None:
@@ -403,8 +412,11 @@ def _handler(app: Serve):
                 self._send(200, body, content_type)
             elif path == "/healthz":
                 self._json(200, app.health())
+            elif path == "/runbook":
+                code, body = app.runbook()
+                self._send(code, body, "text/html; charset=utf-8" if code == 200 else "text/plain")
             elif path == "/":
-                self._send(200, b"memhealth serve: /metrics /healthz POST /alerts\n", "text/plain")
+                self._send(200, b"memhealth serve: /metrics /healthz /runbook POST /alerts\n", "text/plain")
             else:
                 self._json(404, {"error": f"no route {path}"})
 

@@ -13,17 +13,9 @@ import pytest
 from tests.conftest import REPO
 
 
-def test_the_wheel_holds_every_package_and_the_sample_project(tmp_path):
-    # build from a clean copy: an in-tree build/ directory would carry files from older builds
-    src = tmp_path / "src"
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "benchmarks"))
-    out = tmp_path / "wheel"
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", str(out), str(src)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (wheel,) = [p for p in os.listdir(out) if p.endswith(".whl")]
-    names = set(zipfile.ZipFile(out / wheel).namelist())
+def test_the_wheel_holds_every_package_the_sample_project_and_the_runbook(wheel):
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
     for top in ("memory_core", "probes", "telemetry", "memhealth"):
         for dirpath, _dirs, files in os.walk(os.path.join(REPO, top)):
             if "__init__.py" not in files:
@@ -37,9 +29,16 @@ def test_the_wheel_holds_every_package_and_the_sample_project(tmp_path):
         for name in files:
             rel = os.path.relpath(os.path.join(dirpath, name), REPO).replace(os.sep, "/")
             assert rel in names, f"{rel} is not in the wheel"
+    # serve's /runbook reads the packaged copy: the text itself, not a link to a checkout
+    with open(os.path.join(REPO, "alerts", "runbook.md"), encoding="utf-8") as fh:
+        assert archive.read("telemetry/runbook.md").decode("utf-8") == fh.read()
 
 
-def _wheel(tmp_path) -> str:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> str:
+    """One wheel per test run, built from a clean copy: an in-tree build/ directory would
+    carry files from older builds."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     src = tmp_path / "src"
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
         ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "benchmarks"))
@@ -52,7 +51,7 @@ def _wheel(tmp_path) -> str:
     return str(out / wheel)
 
 
-def test_hooks_run_from_a_wheel_installed_in_its_own_environment(tmp_path):
+def test_hooks_run_from_a_wheel_installed_in_its_own_environment(tmp_path, wheel):
     """The wheel, not the checkout: a fresh venv whose only memhealth is the wheel (the
     dependencies come from this venv's site-packages through a .pth, so nothing is
     downloaded), then `init` and a hook exactly as Claude Code runs it."""
@@ -60,7 +59,6 @@ def test_hooks_run_from_a_wheel_installed_in_its_own_environment(tmp_path):
     import sysconfig
     import venv
 
-    wheel = _wheel(tmp_path)
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"

@@ -5,6 +5,7 @@ blocks a scrape, and SIGTERM stops it cleanly after a final export."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -20,7 +21,7 @@ from memhealth.config import load
 from memhealth.project import Project
 from memory_core.db import connect
 from telemetry.serve import Serve
-from tests.conftest import clean_env, memhealth_cmd, payload, rows, run_cli, run_hook
+from tests.conftest import REPO, clean_env, memhealth_cmd, payload, rows, run_cli, run_hook
 from tests.otlp_receiver import OtlpReceiver
 
 
@@ -119,6 +120,23 @@ def test_metrics_values_match_what_the_hooks_did(project, serve):
     (spans,) = rows(project, "SELECT count(*) FROM spans")[0]
     assert value("memhealth_outbox_backlog_spans") == spans
     assert value("memhealth_scrape_errors_total") == 0
+
+
+def test_every_alert_runbook_link_opens_a_section_of_serves_runbook_page(serve):
+    import html
+    import re
+
+    import yaml
+
+    status, body, _ = serve("--no-probes", "--no-export").get("/runbook")
+    assert status == 200
+    ids = set(re.findall(r'<h[1-6] id="([^"]+)"', body.decode("utf-8")))
+    with open(os.path.join(REPO, "alerts", "memhealth.rules.yaml"), encoding="utf-8") as fh:
+        rules = [r for g in yaml.safe_load(fh)["groups"] for r in g["rules"] if "alert" in r]
+    links = {r["annotations"]["runbook_url"] for r in rules}
+    assert links and all(u.startswith("http://127.0.0.1:9464/runbook#") for u in links), links
+    missing = sorted(u for u in links if html.escape(u.split("#", 1)[1]) not in ids)
+    assert missing == []
 
 
 def test_healthz_answers_with_serves_own_state(project, serve):

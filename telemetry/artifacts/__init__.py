@@ -34,10 +34,11 @@ from telemetry.artifacts.promtool import promtool_tests
 from telemetry.artifacts.recording import recorded_names
 from telemetry.artifacts.render import to_json, to_yaml
 
-# Where alerts' runbook links point: the runbook as the project's repository serves it, so a
-# link in Alertmanager, Grafana or a page opens in a browser. A fork or a team mirror sets its
-# own with `memhealth generate --runbook-url URL` (and checks with the same flag).
-RUNBOOK_URL = "https://github.com/memhealth/memhealth/blob/main/alerts/runbook.md"
+# Where alerts' runbook links point: `memhealth serve` shows the runbook at /runbook on the
+# machine the alert is about (serve's default listen address), so a link in Alertmanager or
+# Grafana opens with nothing else to host. A team that hosts it elsewhere (a wiki, its forge)
+# sets `memhealth generate --runbook-url URL` (and checks with the same flag).
+RUNBOOK_URL = "http://127.0.0.1:9464/runbook"
 
 # Directories every file of which is generated: a leftover file there is reported, because
 # Grafana provisions every JSON in dashboards/ and promtool runs every test file.
