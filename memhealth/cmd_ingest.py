@@ -95,12 +95,28 @@ def run(args) -> int:
         with command_trace(conn, "memhealth ingest", **{"memhealth.ingest.sources": ",".join(sources)}) as trace:
             report = run_ingest(conn, project.root, cfg, sources=sources, budget_s=args.budget_s,
                                 progress=bar, trace=trace)
+            capture = _capture(conn, cfg, args.budget_s, trace)
     finally:
         if bar is not None:
             bar.clear()
         conn.close()
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        out = report.to_dict()
+        if capture is not None:
+            out["capture"] = capture.to_dict()
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         print(summary_line(report))
+        if capture is not None:
+            print(f"memhealth ingest: {capture.line()}")
     return 1 if report.errors else 0
+
+
+def _capture(conn, cfg, budget_s, trace):
+    """Session boundaries a worker did not finish (killed, machine asleep) are captured
+    here, under the same lease: never twice at once. None when capture is off."""
+    if not cfg["capture"]["enabled"]:
+        return None
+    from memory_core.capture_store import run_pending
+
+    return run_pending(conn, cfg["capture"], budget_s=budget_s, trace=trace)

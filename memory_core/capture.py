@@ -52,11 +52,12 @@ DECISION = _any(
     r"\bdecided\s+(?:to|on|against|that)\b",
     r"\b(?:the|our|final)\s+decision\s+(?:is|was)\b",
     rf"\blet{_APOS}?s\s+(?:go|stick|stay)\s+with\b",
-    rf"\blet{_APOS}?s\s+(?:use|keep|switch\s+to|do)\b[^.]{{1,80}}\b(?:instead\s+of|rather\s+than)\b",
+    rf"\blet{_APOS}?s\s+(?:use|keep|switch\s+to|do)\b.{{1,80}}?\b(?:instead\s+of|rather\s+than)\b",
     rf"\bwe(?:{_APOS}ll|\s+will|{_APOS}re\s+going\s+to|\s+are\s+going\s+to)\s+(?:go|stick|stay)\s+with\b",
     rf"\bwe(?:{_APOS}ll|\s+will|{_APOS}re\s+going\s+to|\s+are\s+going\s+to)\s+(?:use|keep|switch\s+to|adopt|move\s+to)\b"
-    r"[^.]{1,80}\b(?:instead\s+of|rather\s+than|over)\b",
+    r".{1,80}?\b(?:instead\s+of|rather\s+than|over)\b",
     rf"\b(?:we|i){_APOS}?(?:re|m|\s+are|\s+am)\s+going\s+with\b",
+    r"^(?:then\s+|so\s+|ok,?\s+|okay,?\s+)?we\s+(?:stick|stay|go)\s+with\b",
     r"\b(?:we|i)\s+(?:chose|picked|settled\s+on|opted\s+for|went\s+with|standardi[sz]ed\s+on)\b",
     r"\bsettled\s+on\b",
     r"\bgoing\s+forward,?\s+(?:we|the\s+\w+)\s+(?:use|will\s+use|uses)\b",
@@ -72,9 +73,10 @@ DEAD_END = _any(
     r"\bruled\s+(?:it\s+|that\s+|this\s+)?out\b",
     rf"\b(?:did|does|do|would|will|wo){NT}\s+(?:really\s+|actually\s+)?(?:work|help|pan\s+out)\b",
     r"\bnever\s+worked\b",
-    r"\btried\b[^.]{0,160}\b(?:fail(?:ed|s|ing)?|no\s+luck|no\s+(?:improvement|difference|effect)|"
-    r"made\s+(?:it|things)\s+worse|was\s+(?:even\s+)?(?:slower|worse)|broke|crashed|timed\s+out|too\s+slow|"
-    r"same\s+(?:error|failure|result)|still\s+(?:fails|failed|broken|slow))\b",
+    r"\btried\b.{0,160}?\b(?:fail(?:ed|s|ing)?|no\s+luck|no\s+(?:improvement|difference|effect)|"
+    r"made\s+(?:it|things)\s+worse|dropped|regressed|got\s+worse|hurt|was\s+(?:even\s+)?(?:slower|worse)|broke|crashed|timed\s+out|too\s+slow|"
+    r"same\s+(?:error|failure|result)|came\s+back|reappeared|still\s+(?:fails|failed|fired|fires|broke|broken|crashed|hung|stalled|"
+    r"timed\s+out|leaked|flaked|happened|slow|lagged))\b",
     r"\breverted\b|\brevert(?:ing)?\s+(?:the|this|that|it|to|back|my|our)\b|\brolled\s+(?:it\s+|this\s+|that\s+)?back\b|\bbacked\s+(?:it\s+|this\s+|that\s+)?out\b",
     r"\babandon(?:ed|ing)\b|\bgave\s+up\s+on\b|\bgiving\s+up\s+on\b|\bno\s+longer\s+pursu",
     r"\bnot\s+worth\s+(?:it|pursuing|the)\b|\bwas\s+a\s+(?:bust|dead\s+loss)\b",
@@ -92,6 +94,9 @@ CORRECTION = _any(
     r"\bwhy\s+did\s+you\b",
     r"\bfrom\s+now\s+on\b",
     r"^(?:actually|instead)\s*,",
+    rf"(?:[,;:.]\s*|\band\s+)(?:so\s+|and\s+|but\s+|just\s+)?(?:please\s+)?(?:don{_APOS}?t|do\s+not|never)\s+"
+    r"(?!forget|worry|mind|hesitate)",
+    r"\byou\s+(?:removed|deleted|dropped|renamed|reverted|undid|skipped|missed|overwrote|changed\s+the)\b",
     r"^stop\s+\w+ing\b",
 )
 # A hedge or condition before the trigger makes a sentence hypothetical, not a record.
@@ -105,7 +110,10 @@ HEDGE = _any(
 LATER = _any(r"\bwhen\b", r"\bonce\b", r"\bbefore\b", r"\bafter\b", r"\buntil\b")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _BULLET = re.compile(r"^\s*(?:[-*+•]\s+|\d+[.)]\s+|#{1,6}\s+)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*_]*[A-Z0-9])")
+# Humans type lowercase sentences ("ok. we keep it."): a period ends a sentence before any
+# letter, except after the abbreviations that are common in technical prose.
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)(?<!\bcf)"
+                           r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*_]*[A-Za-z0-9])")
 _MARKUP = re.compile(r"\*\*|__|`")
 _NORM = re.compile(r"[^a-z0-9]+")
 
@@ -120,7 +128,7 @@ class Candidate:
         self.kind = kind
         self.statement = statement
         self.title = title_of(statement)
-        self.norm = normalize(statement)
+        self.norm = f"{kind}:{normalize(statement)}"  # the never-again key is per kind
         self.line = line
         self.session_id = session_id
         self.ts = ts
@@ -160,10 +168,18 @@ def sentences(text: str) -> list[str]:
             continue
         line = _BULLET.sub("", line)
         line = _MARKUP.sub("", line)
+        carry = ""
         for part in _SENTENCE_END.split(line):
             part = part.strip()
-            if part:
-                out.append(part)
+            if not part:
+                continue
+            if len(part) < MIN_STATEMENT_CHARS and part[-1:] in ".!":
+                carry += part + " "  # "No." leads the sentence it answers with
+                continue
+            out.append(carry + part)
+            carry = ""
+        if carry.strip():
+            out.append(carry.strip())
     return out
 
 
@@ -171,34 +187,35 @@ def _hedged(sentence: str, at: int) -> bool:
     return HEDGE.search(sentence, 0, at) is not None
 
 
-def classify(sentence: str, role: str) -> str | None:
-    """The kind of one sentence said by `role` (human | assistant), or None."""
+def classify(sentence: str, role: str) -> list[str]:
+    """The kinds one sentence said by `role` (human | assistant) states, usually none or one
+    ("I tried X and it made no difference, so don't" is a dead end and a correction)."""
     s = sentence.strip()
     if len(s) < MIN_STATEMENT_CHARS:
-        return None
+        return []
+    kinds = []
     question = s.rstrip(" )\"'*_").endswith("?")
     if role == "human":
         m = CORRECTION.search(s)
         if m and not (question and "why did you" not in s.lower()):
-            return "correction"
+            kinds.append("correction")
     if question:
-        return None
+        return kinds
     m = DEAD_END.search(s)
     if m and not _hedged(s, m.start()):
-        return "dead_end"
+        kinds.append("dead_end")
     m = DECISION.search(s)
-    if m and not _hedged(s, m.start()) and not LATER.search(s, 0, m.start()) \
+    if not kinds and m and not _hedged(s, m.start()) and not LATER.search(s, 0, m.start()) \
             and not DECISION_VETO.search(s):
-        return "decision"
-    return None
+        kinds.append("decision")
+    return kinds
 
 
 def extract_text(text: str, role: str) -> list[tuple[str, str]]:
     """(kind, statement) for every sentence of `text` that states a record."""
     found = []
     for sentence in sentences(text):
-        kind = classify(sentence, role)
-        if kind is not None:
+        for kind in classify(sentence, role):
             statement = sentence if len(sentence) <= MAX_STATEMENT_CHARS else \
                 sentence[:MAX_STATEMENT_CHARS].rsplit(" ", 1)[0] + "…"
             found.append((kind, statement))
