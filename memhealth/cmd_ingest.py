@@ -107,7 +107,8 @@ def run(args) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         print(summary_line(report))
-        if capture is not None:
+        if capture is not None and (capture.items_done or capture.stopped or capture.pending_work
+                                    or capture.pending_candidates):
             print(f"memhealth ingest: {capture.line()}")
     return 1 if report.errors else 0
 

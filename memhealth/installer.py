@@ -133,8 +133,10 @@ def _write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 
 
 def init_project(root: str, settings: str = "local", dry_run: bool = False,
-                 launch: str | None = None, timeouts: dict | None = None) -> list[str]:
-    """Set up memhealth in `root`; return the list of actions taken (or that would be)."""
+                 launch: str | None = None, timeouts: dict | None = None,
+                 templates: bool = True) -> list[str]:
+    """Set up memhealth in `root`; return the list of actions taken (or that would be).
+    `templates` installs the convention files (memhealth.templates) that do not exist yet."""
     root = os.path.abspath(root)
     if not os.path.isdir(root):
         raise SettingsError(f"{root} is not a directory")
@@ -165,6 +167,10 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
             from memory_core.db import connect
 
             connect(db).close()
+    if templates:
+        from memhealth.templates import install_templates
+
+        actions.extend(install_templates(root, dry_run))
     if hook_changes:
         actions.extend(hook_changes)
         actions.append(f"{'would write' if dry_run else 'wrote'} {spath}")
