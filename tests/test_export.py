@@ -16,8 +16,8 @@ from memory_core.db import connect, write
 from memory_core.outbox import Trace
 from telemetry.export import OtlpExporter, export_once
 from tests.conftest import clean_env, payload, run_cli, run_hook
-from tests.test_capture_worker import wait_for
 from tests.otlp_receiver import GrpcOtlpReceiver, OtlpReceiver
+from tests.test_capture_worker import wait_for
 
 SESSION = [
     ("session-start", {"source": "startup"}),
