@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 
-from memory_core.capture import KINDS, extract_lines
 from memory_core.meta import set_meta
 from memory_core.outbox import bump, set_gauge
 from memory_core.tx import write
@@ -35,6 +33,9 @@ LEASE = "capture"
 SOURCE = "capture"  # the watermarks row per transcript
 META_PENDING = "capture.pending"  # read by the gate's capture_queue check
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line (a pasted screenshot) is skipped whole
+# memory_core.capture.KINDS, spelled here so SessionStart and SessionEnd (which only queue
+# and check the lease) do not import the extraction patterns
+KINDS = ("decision", "dead_end", "correction")
 
 
 class LeaseLost(Exception):
@@ -72,7 +73,7 @@ def lease_holder(conn, name: str = LEASE, now_ns: int | None = None) -> int | No
 
 def acquire(conn, ttl_s: float, name: str = LEASE) -> str | None:
     """Take the lease for this process; its token, or None when a live holder has it."""
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()  # not `secrets`: it loads OpenSSL (~8 ms) on the hook path
     now_ns = time.time_ns()
     with write(conn):
         row = conn.execute("SELECT pid, expires_ns FROM leases WHERE name = ?", (name,)).fetchone()
@@ -231,6 +232,8 @@ def _read_lines(fh, offset: int, limit: int) -> tuple[list[bytes], int]:
 def _capture_transcript(conn, transcript: str, session_id: str | None, token: str, cfg: dict,
                         deadline: float, report: CaptureReport) -> bool:
     """Advance the transcript's watermark to its complete end; True when it got there."""
+    from memory_core.capture import extract_lines
+
     offset, state = _mark(conn, transcript)
     try:
         fh = open(transcript, "rb")

@@ -110,3 +110,10 @@ def test_code_blocks_and_quotes_inside_a_reply_are_not_read():
     reply = ("Here is the old comment:\n```\n# we decided to use the global lock\n```\n"
              "> I tried the channel and it failed\nNothing else changed.")
     assert extract_text(reply, "assistant") == []
+
+
+def test_the_store_side_spells_the_same_kinds_as_the_extractor():
+    from memory_core import capture, capture_store
+    from telemetry.catalog import CAPTURE_KINDS
+
+    assert capture.KINDS == capture_store.KINDS == CAPTURE_KINDS
