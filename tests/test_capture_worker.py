@@ -182,3 +182,26 @@ def test_a_rejected_statement_said_again_in_a_later_session_is_not_proposed(proj
         conn.close()
     assert report.items_done == 1 and report.known == 3 and sum(report.added.values()) == 0
     assert rows(project, "SELECT DISTINCT transcript FROM capture_candidates") == [(str(first),)]
+
+
+def test_workers_started_together_capture_each_statement_once(project, tmp_path):
+    import subprocess
+    import sys
+
+    transcript = tmp_path / "s-big.jsonl"
+    write_transcript(transcript, turns=600, pad=500)
+    conn = connect(str(project / ".memhealth" / "memory.db"))
+    try:
+        capture_store.record_boundary(conn, "s-big", str(transcript))
+    finally:
+        conn.close()
+    env = clean_env(MEMHEALTH_CAPTURE_BATCH_BYTES=16384)
+    workers = [subprocess.Popen([sys.executable, "-m", "memhealth.capture_worker", str(project)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(3)]
+    codes = [w.wait(120) for w in workers]
+    assert codes == [0, 0, 0]
+    assert work_status(project) == ["done"]
+    got = rows(project, "SELECT line, kind, norm FROM capture_candidates")
+    assert len(got) == len(set(got)) and set(got) == expected(transcript)
+    details = [d for (d,) in rows(project, "SELECT detail FROM heartbeats WHERE hook = 'capture'")]
+    assert sum("1800 candidate(s) added" in d for d in details) == 1  # one worker did the work
