@@ -66,7 +66,7 @@ def run(root: str) -> int:
     from memhealth.config import load
     from memhealth.project import Project
     from memory_core import heartbeat
-    from memory_core.capture_store import run_pending
+    from memory_core.capture_store import run_pending, settings
     from memory_core.db import connect
     from memory_core.ingest import run_ingest
     from memory_core.outbox import Trace
@@ -82,7 +82,7 @@ def run(root: str) -> int:
     outcome, reason, detail = "ok", None, None
     try:
         if cfg["capture"]["enabled"]:
-            report = run_pending(conn, cfg["capture"], trace=trace)
+            report = run_pending(conn, settings(cfg), trace=trace)
             detail = report.line()
             root_span.update({"memhealth.capture.stopped": report.stopped or "",
                               "memhealth.capture.pending_work": report.pending_work})

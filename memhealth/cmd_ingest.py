@@ -118,6 +118,6 @@ def _capture(conn, cfg, budget_s, trace):
     here, under the same lease: never twice at once. None when capture is off."""
     if not cfg["capture"]["enabled"]:
         return None
-    from memory_core.capture_store import run_pending
+    from memory_core.capture_store import run_pending, settings
 
-    return run_pending(conn, cfg["capture"], budget_s=budget_s, trace=trace)
+    return run_pending(conn, settings(cfg), budget_s=budget_s, trace=trace)

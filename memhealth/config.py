@@ -83,6 +83,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
                         "transcript bytes per capture transaction (the unit a killed worker loses)"),
         "lease_s": ("float", 60.0, (1.0, 3600.0),
                     "a capture worker's lease; renewed every batch, free once it lapses or its pid is gone"),
+        "llm_model": ("str", "", None,
+                      'optional synthesis: an Ollama generate model that proposes records the patterns '
+                      'missed ("" = off; the worker only, never a hook)'),
+        "llm_url": ("url", "", None, 'Ollama base URL for llm_model ("" = [embedding].url)'),
+        "llm_timeout_s": ("float", 60.0, (1.0, 3600.0),
+                          "one generate call; a failure falls back to the patterns and is recorded"),
     },
     "telemetry": {
         "capture_content": ("bool", False, None, "export prompt text on spans (opt-in)"),

@@ -225,23 +225,43 @@ def extract_text(text: str, role: str) -> list[tuple[str, str]]:
 _ROLES = {"prompt": "human", "reply": "assistant"}
 
 
-def extract_lines(lines: list[bytes], first: int, rel: str, state: dict) -> list[Candidate]:
-    """Candidates from complete transcript lines (line numbers from `first`).
+class Turn:
+    """A piece of typed or assistant text at its transcript line."""
 
-    The transcript filter decides what is human or assistant text; `state` persists per
-    file (it remembers summarizer sidechains across calls)."""
+    __slots__ = ("line", "role", "text", "session_id", "ts")
+
+    def __init__(self, line: int, role: str, text: str, session_id: str | None, ts: str | None):
+        self.line, self.role, self.text, self.session_id, self.ts = line, role, text, session_id, ts
+
+
+def turns(lines: list[bytes], first: int, rel: str, state: dict) -> list[Turn]:
+    """What the transcript filter keeps of complete lines (line numbers from `first`),
+    without subagent text. `state` persists per file (summarizer sidechains)."""
     pieces, _malformed, _filtered = parse_transcript_lines(lines, first, rel, state)
-    out: list[Candidate] = []
-    seen: set[tuple[int, str]] = set()
+    out = []
     for piece in pieces:
         role = _ROLES.get(piece.kind or "")
         if role is None:  # subagent text: see the module docstring
             continue
         attrs = piece.attrs or {}
-        for kind, statement in extract_text(piece.content, role):
-            cand = Candidate(kind, statement, piece.line_start, attrs.get("session"), attrs.get("ts"), role)
+        out.append(Turn(piece.line_start, role, piece.content, attrs.get("session"), attrs.get("ts")))
+    return out
+
+
+def extract_turns(found: list[Turn]) -> list[Candidate]:
+    """Candidates from turns, one per (line, kind, statement)."""
+    out: list[Candidate] = []
+    seen: set[tuple[int, str]] = set()
+    for turn in found:
+        for kind, statement in extract_text(turn.text, turn.role):
+            cand = Candidate(kind, statement, turn.line, turn.session_id, turn.ts, turn.role)
             key = (cand.line, cand.norm)
             if cand.norm and key not in seen:
                 seen.add(key)
                 out.append(cand)
     return out
+
+
+def extract_lines(lines: list[bytes], first: int, rel: str, state: dict) -> list[Candidate]:
+    """Candidates from complete transcript lines (line numbers from `first`)."""
+    return extract_turns(turns(lines, first, rel, state))

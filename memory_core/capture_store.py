@@ -26,7 +26,7 @@ import os
 import time
 
 from memory_core.meta import set_meta
-from memory_core.outbox import bump, set_gauge
+from memory_core.outbox import bump, insert_degradation, set_gauge
 from memory_core.tx import write
 
 LEASE = "capture"
@@ -169,19 +169,25 @@ class CaptureReport:
         self.holder: int | None = None
         self.pending_work = 0
         self.pending_candidates = 0
+        self.llm: str | None = None  # None = off; "ok"; "failed: <reason>" (patterns only after)
+        self.llm_added = 0
+        self.llm_dropped = 0  # proposals not grounded in the turn they named
 
     def to_dict(self) -> dict:
         return {"items_done": self.items_done, "items_failed": self.items_failed,
                 "bytes_read": self.bytes_read, "lines_read": self.lines_read,
                 "candidates_added": dict(self.added), "already_known": self.known,
                 "stopped": self.stopped, "lease_holder": self.holder,
-                "pending_work": self.pending_work, "pending_candidates": self.pending_candidates}
+                "pending_work": self.pending_work, "pending_candidates": self.pending_candidates,
+                "llm": self.llm, "llm_added": self.llm_added, "llm_dropped": self.llm_dropped}
 
     def line(self) -> str:
         added = sum(self.added.values())
         text = (f"capture: {self.items_done} session(s) captured, {added} candidate(s) added "
                 f"({', '.join(f'{k} {v}' for k, v in self.added.items())}), "
                 f"{self.pending_candidates} pending triage")
+        if self.llm:
+            text += f"; llm {self.llm} (+{self.llm_added}, {self.llm_dropped} ungrounded dropped)"
         if self.stopped == "lease_held":
             text = f"capture: another worker (pid {self.holder}) holds the lease; it finishes the queue"
         elif self.stopped:
@@ -190,18 +196,20 @@ class CaptureReport:
 
 
 def _insert(conn, transcript: str, default_session: str | None, cands, report: CaptureReport,
-            now_ns: int) -> None:
+            now_ns: int, origin: str = "pattern") -> None:
     for c in cands:
         if conn.execute("SELECT 1 FROM capture_candidates WHERE norm = ? LIMIT 1", (c.norm,)).fetchone():
             report.known += 1
             continue
         cur = conn.execute(
             "INSERT OR IGNORE INTO capture_candidates(kind, statement, title, norm, transcript, line, "
-            "session_id, ts, role, created_ns) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "session_id, ts, role, origin, created_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (c.kind, c.statement, c.title, c.norm, transcript, c.line, c.session_id or default_session,
-             c.ts, c.role, now_ns))
+             c.ts, c.role, origin, now_ns))
         if cur.rowcount:
             report.added[c.kind] += 1
+            if origin == "llm":
+                report.llm_added += 1
             bump(conn, "memhealth_capture_candidates_total", {"kind": c.kind})
 
 
@@ -232,7 +240,7 @@ def _read_lines(fh, offset: int, limit: int) -> tuple[list[bytes], int]:
 def _capture_transcript(conn, transcript: str, session_id: str | None, token: str, cfg: dict,
                         deadline: float, report: CaptureReport) -> bool:
     """Advance the transcript's watermark to its complete end; True when it got there."""
-    from memory_core.capture import extract_lines
+    from memory_core.capture import extract_turns, turns
 
     offset, state = _mark(conn, transcript)
     try:
@@ -251,11 +259,16 @@ def _capture_transcript(conn, transcript: str, session_id: str | None, token: st
             lines, used = _read_lines(fh, offset, cfg["batch_bytes"])
             if not used:
                 break  # only an incomplete last line remains
-            cands = extract_lines(lines, line, transcript, state)
+            found = turns(lines, line, transcript, state)
+            cands = extract_turns(found)
+            extra, failure = _synthesize(found, cands, cfg, deadline, report)
             now_ns = time.time_ns()
             with write(conn):
                 renew(conn, token, cfg["lease_s"])
                 _insert(conn, transcript, session_id, cands, report, now_ns)
+                _insert(conn, transcript, session_id, extra, report, now_ns, origin="llm")
+                if failure is not None:
+                    insert_degradation(conn, "capture", failure.reason, str(failure))
                 offset += used
                 line += len(lines)
                 state["line"] = line
@@ -269,6 +282,32 @@ def _capture_transcript(conn, transcript: str, session_id: str | None, token: st
             report.bytes_read += used
             report.lines_read += len(lines)
     return True
+
+
+def settings(cfg) -> dict:
+    """The [capture] section with the synthesis URL resolved ([embedding].url when unset)."""
+    out = dict(cfg["capture"])
+    out["llm_url"] = out.get("llm_url") or cfg["embedding"]["url"]
+    return out
+
+
+def _synthesize(found, cands, cfg: dict, deadline: float, report: CaptureReport):
+    """(extra candidates from the model, the failure to record or None). After a failure the
+    run goes on with the patterns only."""
+    if not cfg.get("llm_model") or not cfg.get("llm_url") or not found \
+            or (report.llm or "").startswith("failed"):
+        return [], None
+    from memory_core.capture_llm import SynthesisError, synthesize
+
+    try:
+        extra, dropped = synthesize(found, cfg["llm_url"], cfg["llm_model"], deadline, cfg["llm_timeout_s"])
+    except SynthesisError as exc:
+        report.llm = f"failed: {exc.reason}"
+        return [], exc
+    report.llm = "ok"
+    report.llm_dropped += dropped
+    have = {(c.line, c.kind) for c in cands}  # the patterns' own wording wins
+    return [c for c in extra if (c.line, c.kind) not in have], None
 
 
 def _settle(conn, transcript: str, report: CaptureReport, missing: bool) -> None:

@@ -239,6 +239,7 @@ CREATE TABLE capture_candidates (
     session_id  TEXT,
     ts          TEXT,
     role        TEXT,                 -- human | assistant
+    origin      TEXT NOT NULL DEFAULT 'pattern',   -- pattern | llm (which pass proposed it)
     state       TEXT NOT NULL DEFAULT 'pending',   -- pending | confirmed | rejected | merged
     merged_into INTEGER,
     record_path TEXT,                 -- the memory file a confirmed record lives in
