@@ -261,6 +261,9 @@ def _capture_transcript(conn, transcript: str, session_id: str | None, token: st
                 break  # only an incomplete last line remains
             found = turns(lines, line, transcript, state)
             cands = extract_turns(found)
+            if cfg.get("llm_model"):  # a generate call can outlast the lease: renew it first
+                with write(conn):
+                    renew(conn, token, cfg["lease_s"] + cfg["llm_timeout_s"])
             extra, failure = _synthesize(found, cands, cfg, deadline, report)
             now_ns = time.time_ns()
             with write(conn):
