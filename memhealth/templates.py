@@ -38,7 +38,7 @@ Resume here: [resume.md](resume.md)
 RESUME = """---
 name: resume
 description: where the current work stands and what comes next
-type: project
+type: resume
 ---
 # Resume
 
