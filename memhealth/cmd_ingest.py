@@ -103,6 +103,7 @@ def run(args) -> int:
                                **{"memhealth.ingest.sources": ",".join(sources)}) as trace:
                 report = run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=sources,
                                     budget_s=args.budget_s, progress=bar, trace=trace)
+                capture = _capture(ctx.conn, ctx.cfg, args.budget_s, trace)
         finally:
             if bar is not None:
                 bar.clear()
@@ -115,7 +116,22 @@ def run(args) -> int:
         data = report.to_dict()
         if coverage is not None:
             data["vectors"].update({"with_vector": coverage[0], "chunks": coverage[1]})
+        if capture is not None:
+            data["capture"] = capture.to_dict()
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         print(summary_line(report, coverage))
+        if capture is not None and (capture.items_done or capture.stopped or capture.pending_work
+                                    or capture.pending_candidates):
+            print(f"memhealth ingest: {capture.line()}")
     return 1 if report.errors else 0
+
+
+def _capture(conn, cfg, budget_s, trace):
+    """Session boundaries a worker did not finish (killed, machine asleep) are captured
+    here, under the same lease: never twice at once. None when capture is off."""
+    if not cfg["capture"]["enabled"]:
+        return None
+    from memory_core.capture_store import run_pending, settings
+
+    return run_pending(conn, settings(cfg), budget_s=budget_s, trace=trace)

@@ -21,6 +21,9 @@ def register(sub):
     p.add_argument("--settings", choices=["local", "shared"], default="local",
                    help="local = .claude/settings.local.json (default), shared = .claude/settings.json")
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    p.add_argument("--no-templates", dest="templates", action="store_false",
+                   help="do not install the convention files (MEMORY.md with its resume anchor, "
+                        "invariants.md, the decisions ledger, CONSTITUTION.md)")
     p.set_defaults(func=run)
     return p
 
@@ -34,7 +37,8 @@ def dry_run_line(action: str) -> str:
 def run(args) -> int:
     from memhealth.installer import init_project
 
-    actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run)
+    actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run,
+                           templates=args.templates)
     if not actions:
         print("memhealth init: already set up; nothing changed")
     for line in actions:

@@ -25,6 +25,12 @@ def session_start(ctx) -> str | None:
 
     from memory_core.render import session_render
 
+    try:  # capture a previous session's worker did not finish: spawned, never inline
+        from memhealth import capture_worker
+
+        capture_worker.resume(ctx)
+    except Exception as exc:
+        ctx.problem("capture", f"{type(exc).__name__}: {exc}")
     source = ctx.payload.get("source")
     body = session_render(ctx.conn, source if isinstance(source, str) else None)
     if ctx.cfg["gate"]["mode"] != "on":
@@ -126,9 +132,6 @@ def stop(ctx) -> str | None:
     return None
 
 
-SESSION_END_INGEST_BUDGET_S = 3.0  # SessionEnd hooks get 1.5 s by default, our init sets 5
-
-
 def remember_transcript_dir(ctx) -> None:
     """Record where Claude Code keeps this project's transcripts (the real directory keeps
     case; the slug rule is unverified), for the transcripts ingester's "auto" source."""
@@ -146,22 +149,15 @@ def remember_transcript_dir(ctx) -> None:
 
 
 def session_end(ctx) -> str | None:
-    """Bring memory up to date with what the session wrote, within a small budget: the
-    reference design ran 60-120 s of work here against a 1.5 s budget and got killed. What
-    the budget does not cover resumes on the next run; embedding calls use the hook-path
-    timeout, and vectors left missing are backfilled by `memhealth embed`."""
+    """Record the session boundary and hand the work to a detached worker: Claude Code gives
+    SessionEnd about 1.5 s (the reference design ran 60-120 s here and got killed; an inline
+    ingest of a 50 MB transcript took 1.87 s). The worker (memhealth.capture_worker) captures
+    decisions, dead ends and corrections and runs the ingest; what it does not finish
+    resumes at the next SessionStart or `memhealth ingest`."""
     remember_transcript_dir(ctx)
-    from memory_core.ingest import run_ingest
+    from memhealth import capture_worker
 
-    cfg = dict(ctx.cfg)
-    cfg["embedding"] = {**ctx.cfg["embedding"], "bulk_timeout_s": ctx.cfg["embedding"]["timeout_s"]}
-    budget = min(SESSION_END_INGEST_BUDGET_S, ctx.cfg["ingest"]["budget_s"])
-    # pooled=False: a hook makes few calls and must not pay ~50 ms to import httpx
-    report = run_ingest(ctx.conn, ctx.project.root, cfg, budget_s=budget, trace=ctx.trace, pooled=False)
-    summary = report.to_dict()
-    ctx.root.update({"memhealth.ingest.chunks_added": summary["chunks_added"],
-                     "memhealth.ingest.errors": summary["errors"],
-                     "memhealth.ingest.budget_exhausted": summary["budget_exhausted"]})
+    capture_worker.boundary(ctx)
     return None
 
 

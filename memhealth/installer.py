@@ -181,9 +181,11 @@ def _write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 
 
 def init_project(root: str, settings: str = "local", dry_run: bool = False,
-                 launch: str | None = None, timeouts: dict | None = None) -> list[str]:
+                 launch: str | None = None, timeouts: dict | None = None,
+                 templates: bool = True) -> list[str]:
     """Set up memhealth in `root`; return the list of actions taken (or that would be).
-    Shared settings get the portable launcher (SHARED_LAUNCHER) unless `launch` is given."""
+    Shared settings get the portable launcher (SHARED_LAUNCHER) unless `launch` is given;
+    `templates` installs the convention files (memhealth.templates) that do not exist yet."""
     root = os.path.abspath(root)
     if not os.path.isdir(root):
         raise SettingsError(f"{root} is not a directory")
@@ -224,11 +226,15 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         except OSError:
             same = False
         if not same or not os.access(shim, os.X_OK):
-            actions.append(f"{'would write' if dry_run else 'wrote'} {shim} (portable launcher for "
+            actions.append(f"wrote {shim} (portable launcher for "
                            "shared settings: finds memhealth on each machine)")
             if not dry_run:
                 os.makedirs(os.path.dirname(shim), exist_ok=True)
                 _write_atomic(shim, SHIM, 0o755)
+    if templates:
+        from memhealth.templates import install_templates
+
+        actions.extend(install_templates(root, dry_run))
     if hook_changes:
         actions.extend(hook_changes)
         actions.append(f"wrote {spath}")  # past tense always; `init --dry-run` rewords

@@ -11,8 +11,9 @@ path imports it for histogram buckets and label vocabularies.
 from __future__ import annotations
 
 HOOKS = ("session-start", "prompt", "pre-tool", "post-tool", "pre-compact", "stop", "session-end")
-# Heartbeat writers: the hooks, and the gate, which leaves its own heartbeat on every run.
-HEARTBEATS = HOOKS + ("gate",)
+# Heartbeat writers: the hooks, the gate, which leaves its own heartbeat on every run, and the
+# detached capture worker SessionEnd hands its work to (memhealth.capture_worker).
+HEARTBEATS = HOOKS + ("gate", "capture")
 HOOK_OUTCOMES = ("ok", "error", "killed")
 INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "injected",
                       "suppressed_ablation")
@@ -21,6 +22,9 @@ EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dim
                     "fallback_mismatch", "not_configured")
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
 OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
+CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.capture.KINDS
+TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
+CAPTURE_QUEUES = ("triage", "work")
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -82,6 +86,16 @@ METRICS: tuple[Metric, ...] = (
            label_values={"decision": ALERT_DECISIONS}),
     Metric("memhealth_alert_budget_remaining", "gauge", "1",
            "Pages left in the current budget window per route.", ("route",)),
+    # Anti-recurrence capture (memory_core.capture_store, memory_core.triage).
+    Metric("memhealth_capture_candidates_total", "counter", "1",
+           "Candidates proposed by the session-end extraction, by kind.", ("kind",),
+           label_values={"kind": CAPTURE_KINDS}),
+    Metric("memhealth_triage_decisions_total", "counter", "1",
+           "Triage decisions on candidates, by kind and decision.", ("kind", "decision"),
+           label_values={"kind": CAPTURE_KINDS, "decision": TRIAGE_DECISIONS}),
+    Metric("memhealth_capture_queue_depth", "gauge", "1",
+           "Capture queues: candidates pending triage (triage) and session boundaries not "
+           "captured yet (work).", ("queue",)),
     # The telemetry pipeline itself (telemetry.export, telemetry.serve).
     Metric("memhealth_outbox_backlog_spans", "gauge", "1",
            "Spans recorded in the outbox and not yet exported over OTLP."),
@@ -108,7 +122,8 @@ CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}
 # budget" is one bucket counter and the SLI stays a ratio of counters. Claude Code kills a hook
 # at its settings timeout (10 s, SessionEnd 5 s as `memhealth init` writes them); the budgets
 # sit inside that: the prompt and tool hooks delay every turn, session-start carries the gate
-# and a possible embedding warm-up, session-end an ingest capped at 3 s.
+# and a possible embedding warm-up. session-end only records a boundary and spawns the capture
+# worker (0.12-0.17 s on a 50 MB transcript); its 5 s budget predates that and could be 1.0.
 HOOK_LATENCY_BUDGETS_S = {"session-start": 5.0, "prompt": 1.0, "pre-tool": 0.5, "post-tool": 0.5,
                           "pre-compact": 2.5, "stop": 1.0, "session-end": 5.0}
 

@@ -102,10 +102,11 @@ def payload(event: str, cwd, **fields) -> dict:
 
 @pytest.fixture
 def project(tmp_path):
-    """A project directory set up by the real `memhealth init`."""
+    """A project directory set up by the real `memhealth init`, without the convention files
+    (tests/test_init_templates.py covers those), so a test starts from an empty memory."""
     root = tmp_path / "proj"
     root.mkdir()
-    proc = run_cli("init", "--project", str(root))
+    proc = run_cli("init", "--project", str(root), "--no-templates")
     assert proc.returncode == 0, proc.stderr
     return root
 

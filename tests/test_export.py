@@ -17,6 +17,7 @@ from memory_core.outbox import Trace
 from telemetry.export import OtlpExporter, export_once
 from tests.conftest import clean_env, payload, run_cli, run_hook
 from tests.otlp_receiver import GrpcOtlpReceiver, OtlpReceiver
+from tests.test_capture_worker import wait_for
 
 SESSION = [
     ("session-start", {"source": "startup"}),
@@ -44,6 +45,9 @@ def drive_session(project, env=None, events=SESSION):
     for event, fields in events:
         run = run_hook(event, payload(event, project, **fields), cwd=str(project), env=env)
         assert run.returncode == 0
+        if event == "session-end":  # its detached capture worker records its own root span
+            wait_for(lambda: rows(project, "SELECT 1 FROM heartbeats WHERE hook = 'capture' "
+                                           "AND outcome IS NOT NULL"))
 
 
 def free_port() -> int:
@@ -75,7 +79,8 @@ def test_a_scripted_session_arrives_with_its_recorded_ids_timestamps_and_parent_
         span = got[(trace_id, span_id)]
         assert (span.name, span.parent_span_id, span.start_ns, span.end_ns) == (name, parent, start_ns, end_ns)
     roots = [s for s in rx.spans if s.parent_span_id is None]
-    assert sorted(s.name for s in roots) == sorted(f"memhealth.hook {e}" for e, _ in SESSION)
+    assert sorted(s.name for s in roots) == sorted([f"memhealth.hook {e}" for e, _ in SESSION]
+                                                   + ["memhealth.hook capture"])
     by_id = {s.span_id: s for s in rx.spans}
     for span in rx.spans:
         if span.parent_span_id:
