@@ -63,9 +63,10 @@ RUN_STOPS = fts.STOPWORDS | INTENT_WORDS | frozenset({"several", "multiple", "va
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Code identifiers as a developer types them: dotted (response.json), snake_case and
 # ALL_CAPS_NAMES, keyword arguments (verify=), long flags (--verbose), CamelCase
-# (HTTPDigestAuth, GZipMiddleware). A plain word (Digest, TLS) is not an identifier.
-_IDENT = re.compile(r"--[A-Za-z][\w-]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*=|"
-                    r"\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b|\b[A-Za-z]*[a-z0-9][A-Z]\w*|\b[A-Z]{2,}[a-z]\w*")
+# (HTTPDigestAuth, GZipMiddleware). A plain word (Digest, TLS) is not one. Candidates come
+# from one cheap scan; plain strings tests sort them (a regex of alternatives was 2.5x slower).
+_CANDIDATE = re.compile(r"--[A-Za-z][\w-]*|[A-Za-z_][a-z0-9]*[._=A-Z][\w.]*=?")
+_CAMELISH = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
 _PARTS = re.compile(r"[^\W_]+")
 # A clause ends at punctuation (a dot only before a space: response.json stays whole); a
 # phrase inside it ends at a stopword or an intent verb.
@@ -152,11 +153,34 @@ def _words(text: str) -> set[str]:
     return {stem(t) for t in fts.tokens(f"{text} {_CAMEL.sub(' ', text)}", min_len=2, limit=100_000)}
 
 
-def relevance(prompt_toks, chunk_row, idf) -> dict:
+def item_text(row) -> str:
+    """What an item says: title, content, path and attributes (an entry's description,
+    aliases and `path:` among them)."""
+    _id, source, path, _ls, _le, kind, title, content, _w, _c, attrs = row
+    return f"{title or ''} {content} {path} {attrs or ''}"
+
+
+class Entry:
+    """An inventory entry read once per prompt: its row and stemmed words; its listed
+    identifiers are read only for an entry sharing enough words to pass (the hook's budget)."""
+
+    __slots__ = ("row", "words", "_idents")
+
+    def __init__(self, row):
+        self.row, self.words, self._idents = row, _words(item_text(row)), None
+
+    @property
+    def idents(self) -> dict[str, list[str]]:
+        if self._idents is None:
+            self._idents = identifiers(item_text(self.row))
+        return self._idents
+
+
+def relevance(prompt_toks, chunk_row, idf, words: set[str] | None = None) -> dict:
     """The gate arithmetic for one candidate: prompt tokens found in the item (stemmed on
     both sides), their summed IDF and the largest."""
-    _id, source, path, _ls, _le, kind, title, content, _w, _c, attrs = chunk_row
-    words = _words(f"{title or ''} {content} {path} {attrs or ''}")
+    _id = chunk_row[0]
+    words = _words(item_text(chunk_row)) if words is None else words
     matched = [t for t in prompt_toks if stem(t) in words]
     return {"chunk_id": _id, "matched": len(matched), "matched_tokens": matched,
             "idf_sum": round(sum(idf.get(t, 0.0) for t in matched), 3),
@@ -195,16 +219,35 @@ def _split(word: str) -> list[str]:
     return out
 
 
+def _identifier(raw: str) -> str | None:
+    """`raw` as an identifier (trailing sentence dot dropped), or None for a plain word."""
+    if raw.startswith("-"):
+        return raw if raw.startswith("--") and len(raw) > 2 and raw[2].isalpha() else None
+    if raw.endswith("="):
+        return raw if "." not in raw else None
+    raw = raw.rstrip(".")
+    if "." in raw:  # a dotted name needs two-letter components: e.g is not one
+        return raw if min(len(c) for c in raw.split(".")) >= 2 else None
+    if "_" in raw:
+        return raw if "_" in raw.strip("_") and not raw.endswith("_") else None
+    return raw if _CAMELISH.search(raw) else None
+
+
 def identifiers(text: str) -> dict[str, list[str]]:
     """Code identifiers in `text`: {normalised form: parts}. The form is lowercase without a
-    keyword `=` or a flag's `--`, so `verify=` in a prompt meets `verify=` in an entry; a
-    dotted name needs two-letter components (e.g. is not an identifier)."""
+    keyword `=` or a flag's `--`, so `verify=` in a prompt meets `verify=` in an entry. A
+    dotted name's compound components count on their own too (Jinja2Templates.TemplateResponse
+    lists TemplateResponse)."""
     out = {}
-    for match in _IDENT.finditer(text):
-        raw = match.group(0)
-        if "." in raw and min(len(c) for c in raw.split(".")) < 2:
+    for match in _CANDIDATE.finditer(text):
+        raw = _identifier(match.group(0))
+        if raw is None:
             continue
         out[raw.lower().strip("-=")] = _split(raw)
+        if "." in raw:
+            for part in raw.split("."):
+                if _identifier(part) is not None and "." not in part:
+                    out[part.lower()] = _split(part)
     return out
 
 
@@ -212,7 +255,7 @@ class Said:
     """What a prompt says, read once per prompt for every entry: the identifiers it writes,
     its clauses as (part stem, word index) runs, and its words' stems."""
 
-    __slots__ = ("idents", "clauses")
+    __slots__ = ("idents", "clauses", "stems")
 
     def __init__(self, prompt: str):
         self.idents = identifiers(prompt)
@@ -221,6 +264,7 @@ class Said:
             parts = [(stem(p), p, i) for i, word in enumerate(clause.split()) for p in _split(word)]
             if parts:
                 self.clauses.append(parts)
+        self.stems = {s for clause in self.clauses for s, _p, _i in clause}
 
 
 def _known(part: str, vocab: set[str]) -> bool:
@@ -243,6 +287,8 @@ def spelled(said: Said, parts: list[str]) -> bool:
     if len(parts) < 2:
         return False
     want = [stem(p) for p in parts]
+    if not any(_same(s, want[0]) for s in said.stems):  # most identifiers: not even begun
+        return False
     for clause in said.clauses:
         stems = [s for s, _p, _i in clause]
         for at in range(len(stems) - len(want) + 1):
@@ -273,14 +319,16 @@ def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) ->
     support" beside "HTTP/2 support") is that entry's business. Returns the qualifying
     words that make it new, or None."""
     name_stems = {stem(p) for p in _split(name)}
-    for head in heads(name):
+    for head in heads(name) & said.stems:
         for clause in said.clauses:
             for at, (s, _p, word) in enumerate(clause):
                 if s != head:
                     continue
                 run, before, verb = _qualifiers(clause, at, word)
                 unknown = [p for ks, p in run if p not in INSTANCE_WORDS | KIND_WORDS and not _known(ks, inventory)]
-                specific = [p for ks, p in run if ks not in name_stems and _known(ks, vocab)]
+                # "custom" in an entry's text ("custom SSL contexts") names no listed instance
+                specific = [p for ks, p in run if ks not in name_stems and p not in INSTANCE_WORDS | KIND_WORDS
+                            and _known(ks, vocab)]
                 elsewhere = [p for ks, p in run if p not in INSTANCE_WORDS | KIND_WORDS
                              and ks not in name_stems and not _known(ks, vocab) and _known(ks, inventory)]
                 asks = [p for _ks, p in run if p in INSTANCE_WORDS
@@ -308,7 +356,8 @@ def _qualifiers(clause, at: int, word: int) -> tuple[list, str | None, bool]:
 
 
 def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: bool,
-                    said: Said | None = None, inventory: set[str] | None = None) -> dict:
+                    said: Said | None = None, inventory: set[str] | None = None,
+                    entry: Entry | None = None) -> dict:
     """Is this inventory entry what the prompt proposes to build? The prompt must name it
     (every word of its name or of one alias, and one more shared word; or half its name and
     two more), or share `min_matches` distinctive words with it whose IDF sum reaches
@@ -320,24 +369,26 @@ def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: b
     authentication"), names the entry. A prompt asking for a new member of the entry's
     category (`new_instance`) does not, whatever else it shares."""
     said = said or Said(" ".join(topic_toks))
+    entry = entry or Entry(row)
     attrs = _attrs(row)
-    arith = relevance(topic_toks, row, idf)
+    arith = relevance(topic_toks, row, idf, entry.words)
     names = [entry_name(row)] + [a.strip() for a in str(attrs.get("aliases", "")).split(",") if a.strip()]
     cover = max(_names(prompt_stems, n) for n in names)
-    text = f"{row[6] or ''} {row[7]} {row[10] or ''}"
-    listed = identifiers(text)
-    written = sorted(set(said.idents) & set(listed))
-    spelt = sorted(k for k, parts in listed.items() if k not in written and spelled(said, parts))
+    need = icfg["min_matches"]
+    written, spelt = [], []
+    if arith["matched"] >= need:  # fewer shared words cannot pass however it is named
+        listed = entry.idents
+        written = sorted(set(said.idents) & set(listed))
+        spelt = sorted(k for k, parts in listed.items() if k not in written and spelled(said, parts))
     if written or spelt:
         cover = max(cover, 1.0)
-    need = icfg["min_matches"]
     named = (cover >= 1.0 and arith["matched"] >= need) or (cover >= 0.5 and arith["matched"] >= need + 1)
     # unnamed, both reference gates at once: `min_matches` distinctive words (the DNR gate)
     # whose IDF sum reaches the lineage threshold
     distinctive = sum(1 for t in arith["matched_tokens"] if idf.get(t, 0.0) >= icfg["distinctive_idf"])
     rare = arith["matched"] >= need if small else (
         distinctive >= need and arith["idf_sum"] >= icfg["idf_sum_threshold"])
-    instance = new_instance(said, entry_name(row), _words(text), inventory if inventory is not None else _words(text))
+    instance = new_instance(said, entry_name(row), entry.words, entry.words if inventory is None else inventory)
     arith["distinctive"] = distinctive
     arith.update({"name": entry_name(row), "name_cover": round(cover, 3), "named": named,
                   "identifiers": written + spelt, "written": bool(written), "new_instance": instance,
@@ -378,9 +429,11 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         dnr, entry_scored = [], []
         seen_names = set()
         # every word the inventory knows: a qualifier none of it mentions names something new
-        inventory = set().union(*(_words(f"{r[6] or ''} {r[7]} {r[10] or ''}") for r in entries))
-        for row in entries:
-            arith = entry_relevance(prompt_stems, topic, row, idf, icfg, small, said, inventory)
+        profiles = [Entry(r) for r in entries]
+        inventory = set().union(*(e.words for e in profiles))
+        for entry in profiles:
+            row = entry.row
+            arith = entry_relevance(prompt_stems, topic, row, idf, icfg, small, said, inventory, entry)
             entry_scored.append(arith)
             if arith["passed"] and arith["name"].lower() not in seen_names:
                 seen_names.add(arith["name"].lower())
