@@ -23,6 +23,11 @@ intent it speaks only as evidence, a "mentioned in" line under the entry's block
 or investigate intent it may still be a lineage block. An index file (kind `index`) is
 never offered. Thresholds and rules were set on real text (tests/fixtures/realcorpus,
 benchmarks/bench_dnr.py), not only on synthetic corpora.
+
+Two readings refine naming: a code identifier the entry lists (`verify=`, `follow_redirects`,
+`DigestAuth`), written in the prompt or spelled in words, names it; a prompt asking for a
+new member of an entry's category ("a request-id middleware", "a custom middleware") is new
+work, and then only a written identifier still names an entry (`new_instance`).
 """
 
 from __future__ import annotations
@@ -451,7 +456,8 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         span.update({"memhealth.relevance.inventory": len(entries), "memhealth.relevance.dnr_passed": len(dnr)})
         if dnr:
             detail["dnr"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
-                              "name_cover": a["name_cover"]} for a, _r in dnr[:MAX_ITEMS]]
+                              "name_cover": a["name_cover"], "identifiers": a["identifiers"]}
+                             for a, _r in dnr[:MAX_ITEMS]]
 
         # Leg 2, lineage and evidence: BM25 over curated sources, gated by rare words.
         # Cheapest first: without one distinctive prompt token nothing can pass this gate.
