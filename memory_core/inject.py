@@ -302,14 +302,18 @@ def spelled(said: Said, parts: list[str]) -> bool:
     return False
 
 
-def heads(name: str) -> set[str]:
-    """The head noun of an entry's name, one per conjunct: "built-in middleware" ->
-    middleware; "TLS verification and CA bundle" -> verification, bundle."""
-    out = set()
+def heads(name: str) -> dict[str, tuple[set[str], bool]]:
+    """The head noun of an entry's name, one per conjunct, with the conjunct's words and
+    whether the head is plural: "built-in middleware" -> middleware ({built, middleware},
+    singular); "TLS verification and CA bundle" -> verification, bundle; "response classes"
+    -> class (plural: a category of many)."""
+    out = {}
     for conjunct in re.split(r"\band\b|,|&", name):
         parts = _split(conjunct)
         if parts:
-            out.add(stem(parts[-1]))
+            last = parts[-1]
+            out[stem(last)] = ({stem(p) for p in parts if p not in fts.STOPWORDS},
+                               last.endswith("s") and stem(last) != last)
     return out
 
 
@@ -319,12 +323,15 @@ def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) ->
     intent verb). A qualifier no inventory entry mentions ("rate limiting middleware",
     "MessagePack response class") names an instance the inventory does not list; "a new",
     "another", or "a custom" right after the intent verb ("write a custom middleware") ask
-    for one more. A qualifier this entry lists ("CORS middleware", "signed cookie session
+    for one more — unless the entry is one thing, named in the singular, and the prompt says
+    its whole name ("a new command line client" is that client again). A qualifier this entry lists ("CORS middleware", "signed cookie session
     middleware") is a listed instance, a re-proposal; one another entry lists ("SOCKS proxy
     support" beside "HTTP/2 support") is that entry's business. Returns the qualifying
     words that make it new, or None."""
     name_stems = {stem(p) for p in _split(name)}
-    for head in heads(name) & said.stems:
+    for head, (conjunct, plural) in heads(name).items():
+        if head not in said.stems:
+            continue
         for clause in said.clauses:
             for at, (s, _p, word) in enumerate(clause):
                 if s != head:
@@ -338,7 +345,11 @@ def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) ->
                              and ks not in name_stems and not _known(ks, vocab) and _known(ks, inventory)]
                 asks = [p for _ks, p in run if p in INSTANCE_WORDS
                         or (p in KIND_WORDS and before in INDEFINITE and verb)]
-                if unknown or (asks and not specific and not elsewhere):
+                # an entry named in the singular is one thing: "a new command line client",
+                # its whole name said, is that thing again, a re-proposal; "a new response
+                # class" is one more of a category named in the plural
+                again = not plural and conjunct <= {ks for ks, _p in run} | {head}
+                if unknown or (asks and not specific and not elsewhere and not again):
                     return " ".join(p for _s, p in reversed(run))
     return None
 

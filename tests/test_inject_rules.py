@@ -70,8 +70,17 @@ def test_custom_counts_as_one_more_only_after_a_after_the_verb():
     bundle = inject._words("TLS verification and CA bundle verify= custom SSL contexts")
     assert inject.new_instance(inject.Said("add an option to pass a custom CA bundle"),
                                "TLS verification and CA bundle", bundle, bundle) is None
-    assert inject.new_instance(inject.Said("write a custom CA bundle loader"),
-                               "TLS verification and CA bundle", bundle, bundle) is not None
+    assert inject.new_instance(inject.Said("write a custom exception handler for our 404 page"),
+                               "exception handlers", vocab, vocab) == "custom exception"
+
+
+def test_a_new_one_of_an_entry_named_in_the_singular_is_that_entry_again():
+    cli = inject._words("command-line client httpx CLI --verbose")
+    said = inject.Said("should we write a new command line client with a --verbose flag")
+    assert inject.new_instance(said, "command-line client", cli, cli) is None
+    classes = inject._words("response classes HTML JSON streaming file responses")
+    assert inject.new_instance(inject.Said("add a new response class for NDJSON"),
+                               "response classes", classes, classes) == "new response"
 
 
 @pytest.mark.parametrize("prompt, intent", [
