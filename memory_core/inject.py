@@ -23,6 +23,11 @@ intent it speaks only as evidence, a "mentioned in" line under the entry's block
 or investigate intent it may still be a lineage block. An index file (kind `index`) is
 never offered. Thresholds and rules were set on real text (tests/fixtures/realcorpus,
 benchmarks/bench_dnr.py), not only on synthetic corpora.
+
+Two readings refine naming: a code identifier the entry lists (`verify=`, `follow_redirects`,
+`DigestAuth`), written in the prompt or spelled in words, names it; a prompt asking for a
+new member of an entry's category ("a request-id middleware", "a custom middleware") is new
+work, and then only a written identifier still names an entry (`new_instance`).
 """
 
 from __future__ import annotations
@@ -56,7 +61,27 @@ MAX_DNR = 1                        # one DO-NOT-REBUILD per prompt: the entry it
 # subsystem a prompt is about (REFERENCE §4.4 drops such tokens too).
 INTENT_WORDS = frozenset(w for v in (BUILD, DECISION, INVESTIGATION)
                          for p in (*v.words, *v.phrases) for w in p.split())
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# A qualifier run stops at a stopword, an intent verb or a quantifier ("several tasks" asks
+# for no new kind of task).
+RUN_STOPS = fts.STOPWORDS | INTENT_WORDS | frozenset({"several", "multiple", "various", "numerous", "two", "three"})
+# CamelCase parts, acronyms included: DigestAuth -> Digest Auth, CORSMiddleware -> CORS Middleware
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Code identifiers as a developer types them: dotted (response.json), snake_case and
+# ALL_CAPS_NAMES, keyword arguments (verify=), long flags (--verbose), CamelCase
+# (HTTPDigestAuth, GZipMiddleware). A plain word (Digest, TLS) is not one. Candidates come
+# from one cheap scan; plain strings tests sort them (a regex of alternatives was 2.5x slower).
+_CANDIDATE = re.compile(r"--[A-Za-z][\w-]*|[A-Za-z_][a-z0-9]*[._=A-Z][\w.]*=?")
+_CAMELISH = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+_PARTS = re.compile(r"[^\W_]+")
+# A clause ends at punctuation (a dot only before a space: response.json stays whole); a
+# phrase inside it ends at a stopword or an intent verb.
+_CLAUSE = re.compile(r"[,;:!?()\[\]{}\"`<>|]|\.(?=\s|$)")
+# Words that ask for one more member of a category ("a new response class", "another hook",
+# "a custom middleware"): new work, not the category entry. "custom" and "own" also describe
+# a kind ("custom exception handlers": the feature), so they count only after "a"/"an".
+INSTANCE_WORDS = frozenset({"new", "another", "additional", "extra"})
+KIND_WORDS = frozenset({"custom", "own"})
+INDEFINITE = frozenset({"a", "an"})
 
 
 def dnr_eligible(kind: str | None, attrs: dict | None) -> bool:
@@ -133,11 +158,34 @@ def _words(text: str) -> set[str]:
     return {stem(t) for t in fts.tokens(f"{text} {_CAMEL.sub(' ', text)}", min_len=2, limit=100_000)}
 
 
-def relevance(prompt_toks, chunk_row, idf) -> dict:
+def item_text(row) -> str:
+    """What an item says: title, content, path and attributes (an entry's description,
+    aliases and `path:` among them)."""
+    _id, source, path, _ls, _le, kind, title, content, _w, _c, attrs = row
+    return f"{title or ''} {content} {path} {attrs or ''}"
+
+
+class Entry:
+    """An inventory entry read once per prompt: its row and stemmed words; its listed
+    identifiers are read only for an entry sharing enough words to pass (the hook's budget)."""
+
+    __slots__ = ("row", "words", "_idents")
+
+    def __init__(self, row):
+        self.row, self.words, self._idents = row, _words(item_text(row)), None
+
+    @property
+    def idents(self) -> dict[str, list[str]]:
+        if self._idents is None:
+            self._idents = identifiers(item_text(self.row))
+        return self._idents
+
+
+def relevance(prompt_toks, chunk_row, idf, words: set[str] | None = None) -> dict:
     """The gate arithmetic for one candidate: prompt tokens found in the item (stemmed on
     both sides), their summed IDF and the largest."""
-    _id, source, path, _ls, _le, kind, title, content, _w, _c, attrs = chunk_row
-    words = _words(f"{title or ''} {content} {path} {attrs or ''}")
+    _id = chunk_row[0]
+    words = _words(item_text(chunk_row)) if words is None else words
     matched = [t for t in prompt_toks if stem(t) in words]
     return {"chunk_id": _id, "matched": len(matched), "matched_tokens": matched,
             "idf_sum": round(sum(idf.get(t, 0.0) for t in matched), 3),
@@ -160,26 +208,207 @@ def _names(prompt_stems: set[str], name: str) -> float:
     return len(said) / len(toks)
 
 
-def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: bool) -> dict:
+def _split(word: str) -> list[str]:
+    """Lowercase parts of one written word: hyphens, underscores, dots and CamelCase split
+    it; a lone letter joins the next part (GZip -> gzip, not g + zip)."""
+    out, carry = [], ""
+    for piece in _PARTS.findall(word):
+        for part in _CAMEL.sub(" ", piece).split():
+            if len(part) == 1 and part.isalpha():
+                carry += part
+                continue
+            out.append((carry + part).lower())
+            carry = ""
+    if carry:
+        out.append(carry.lower())
+    return out
+
+
+def _identifier(raw: str) -> str | None:
+    """`raw` as an identifier (trailing sentence dot dropped), or None for a plain word."""
+    if raw.startswith("-"):
+        return raw if raw.startswith("--") and len(raw) > 2 and raw[2].isalpha() else None
+    if raw.endswith("="):
+        return raw if "." not in raw else None
+    raw = raw.rstrip(".")
+    if "." in raw:  # a dotted name needs two-letter components: e.g is not one
+        return raw if min(len(c) for c in raw.split(".")) >= 2 else None
+    if "_" in raw:
+        return raw if "_" in raw.strip("_") and not raw.endswith("_") else None
+    return raw if _CAMELISH.search(raw) else None
+
+
+def identifiers(text: str) -> dict[str, list[str]]:
+    """Code identifiers in `text`: {normalised form: parts}. The form is lowercase without a
+    keyword `=` or a flag's `--`, so `verify=` in a prompt meets `verify=` in an entry. A
+    dotted name's compound components count on their own too (Jinja2Templates.TemplateResponse
+    lists TemplateResponse)."""
+    out = {}
+    for match in _CANDIDATE.finditer(text):
+        raw = _identifier(match.group(0))
+        if raw is None:
+            continue
+        out[raw.lower().strip("-=")] = _split(raw)
+        if "." in raw:
+            for part in raw.split("."):
+                if _identifier(part) is not None and "." not in part:
+                    out[part.lower()] = _split(part)
+    return out
+
+
+class Said:
+    """What a prompt says, read once per prompt for every entry: the identifiers it writes,
+    its clauses as (part stem, word index) runs, and its words' stems."""
+
+    __slots__ = ("idents", "clauses", "stems")
+
+    def __init__(self, prompt: str):
+        self.idents = identifiers(prompt)
+        self.clauses = []
+        for clause in _CLAUSE.split(prompt):
+            parts = [(stem(p), p, i) for i, word in enumerate(clause.split()) for p in _split(word)]
+            if parts:
+                self.clauses.append(parts)
+        self.stems = {s for clause in self.clauses for s, _p, _i in clause}
+
+
+def _known(part: str, vocab: set[str]) -> bool:
+    """Is this word the entry's? Stemmed equality, or one a 4+ letter start of the other
+    ("auth" and "authentication", "config" and "configuration")."""
+    if part in vocab or part.isdigit():
+        return True
+    return len(part) >= 4 and any(len(v) >= 4 and (v.startswith(part) or part.startswith(v)) for v in vocab)
+
+
+def _same(word: str, part: str) -> bool:
+    """A written word says an identifier's part: the same stem, or one a 4+ letter start of
+    the other (DigestAuth's "auth" in "digest authentication")."""
+    return word == part or (len(word) >= 4 and len(part) >= 4 and (word.startswith(part) or part.startswith(word)))
+
+
+def spelled(said: Said, parts: list[str]) -> bool:
+    """Does the prompt spell a multi-part identifier in words, in order ("digest
+    authentication" for DigestAuth, "follow redirects" for follow_redirects)?"""
+    if len(parts) < 2:
+        return False
+    want = [stem(p) for p in parts]
+    if not any(_same(s, want[0]) for s in said.stems):  # most identifiers: not even begun
+        return False
+    for clause in said.clauses:
+        stems = [s for s, _p, _i in clause]
+        for at in range(len(stems) - len(want) + 1):
+            if all(_same(stems[at + k], w) for k, w in enumerate(want)):
+                return True
+    return False
+
+
+def heads(name: str) -> dict[str, tuple[set[str], bool]]:
+    """The head noun of an entry's name, one per conjunct, with the conjunct's words and
+    whether the head is plural: "built-in middleware" -> middleware ({built, middleware},
+    singular); "TLS verification and CA bundle" -> verification, bundle; "response classes"
+    -> class (plural: a category of many)."""
+    out = {}
+    for conjunct in re.split(r"\band\b|,|&", name):
+        parts = _split(conjunct)
+        if parts:
+            last = parts[-1]
+            out[stem(last)] = ({stem(p) for p in parts if p not in fts.STOPWORDS},
+                               last.endswith("s") and stem(last) != last)
+    return out
+
+
+def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) -> str | None:
+    """Does the prompt ask for a new member of the category the entry names? Where the
+    prompt says the entry's head noun, read the words qualifying it (back to a stopword or an
+    intent verb). A qualifier no inventory entry mentions ("rate limiting middleware",
+    "MessagePack response class") names an instance the inventory does not list; "a new",
+    "another", or "a custom" right after the intent verb ("write a custom middleware") ask
+    for one more — unless the entry is one thing, named in the singular, and the prompt says
+    its whole name ("a new command line client" is that client again). A qualifier this entry lists ("CORS middleware", "signed cookie session
+    middleware") is a listed instance, a re-proposal; one another entry lists ("SOCKS proxy
+    support" beside "HTTP/2 support") is that entry's business. Returns the qualifying
+    words that make it new, or None."""
+    name_stems = {stem(p) for p in _split(name)}
+    for head, (conjunct, plural) in heads(name).items():
+        if head not in said.stems:
+            continue
+        for clause in said.clauses:
+            for at, (s, _p, word) in enumerate(clause):
+                if s != head:
+                    continue
+                run, before, verb = _qualifiers(clause, at, word)
+                unknown = [p for ks, p in run if p not in INSTANCE_WORDS | KIND_WORDS and not _known(ks, inventory)]
+                # "custom" in an entry's text ("custom SSL contexts") names no listed instance
+                specific = [p for ks, p in run if ks not in name_stems and p not in INSTANCE_WORDS | KIND_WORDS
+                            and _known(ks, vocab)]
+                elsewhere = [p for ks, p in run if p not in INSTANCE_WORDS | KIND_WORDS
+                             and ks not in name_stems and not _known(ks, vocab) and _known(ks, inventory)]
+                asks = [p for _ks, p in run if p in INSTANCE_WORDS
+                        or (p in KIND_WORDS and before in INDEFINITE and verb)]
+                # an entry named in the singular is one thing: "a new command line client",
+                # its whole name said, is that thing again, a re-proposal; "a new response
+                # class" is one more of a category named in the plural
+                again = not plural and conjunct <= {ks for ks, _p in run} | {head}
+                if unknown or (asks and not specific and not elsewhere and not again):
+                    return " ".join(p for _s, p in reversed(run))
+    return None
+
+
+def _qualifiers(clause, at: int, word: int) -> tuple[list, str | None, bool]:
+    """The words before clause[at] that qualify it, nearest first, as (stem, word); the word
+    that ended the run; whether an intent verb stands right before that ("write a ...")."""
+    run, before, k = [], None, at - 1
+    compound = {i for _s, _p, i in clause if sum(1 for _x, _y, j in clause if j == i) > 1}
+    while k >= 0 and len(run) < 4:
+        ks, kp, kw = clause[k]
+        if kw != word and kw not in compound and kp in RUN_STOPS and kp not in KIND_WORDS:
+            before = kp
+            break
+        if not (kw in compound and kp in fts.STOPWORDS):  # "built-in": the "in" is no qualifier
+            run.append((ks, kp))
+        k -= 1
+    verb = before is not None and k >= 1 and (clause[k - 1][1] in INTENT_WORDS)
+    return run, before, verb
+
+
+def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: bool,
+                    said: Said | None = None, inventory: set[str] | None = None,
+                    entry: Entry | None = None) -> dict:
     """Is this inventory entry what the prompt proposes to build? The prompt must name it
     (every word of its name or of one alias, and one more shared word; or half its name and
     two more), or share `min_matches` distinctive words with it whose IDF sum reaches
     `idf_sum_threshold` (REFERENCE §4.4); under MIN_IDF_CORPUS chunks, `min_matches` words. `topic_toks` are the
-    prompt's words minus its intent verbs, one per stem."""
+    prompt's words minus its intent verbs, one per stem.
+
+    The code identifiers an entry lists (`verify=`, `follow_redirects`, `DigestAuth`) are
+    names of it too: a prompt that writes one, or spells a compound one in words ("digest
+    authentication"), names the entry. A prompt asking for a new member of the entry's
+    category (`new_instance`) does not, whatever else it shares."""
+    said = said or Said(" ".join(topic_toks))
+    entry = entry or Entry(row)
     attrs = _attrs(row)
-    arith = relevance(topic_toks, row, idf)
+    arith = relevance(topic_toks, row, idf, entry.words)
     names = [entry_name(row)] + [a.strip() for a in str(attrs.get("aliases", "")).split(",") if a.strip()]
     cover = max(_names(prompt_stems, n) for n in names)
     need = icfg["min_matches"]
+    written, spelt = [], []
+    if arith["matched"] >= need:  # fewer shared words cannot pass however it is named
+        listed = entry.idents
+        written = sorted(set(said.idents) & set(listed))
+        spelt = sorted(k for k, parts in listed.items() if k not in written and spelled(said, parts))
+    if written or spelt:
+        cover = max(cover, 1.0)
     named = (cover >= 1.0 and arith["matched"] >= need) or (cover >= 0.5 and arith["matched"] >= need + 1)
     # unnamed, both reference gates at once: `min_matches` distinctive words (the DNR gate)
     # whose IDF sum reaches the lineage threshold
     distinctive = sum(1 for t in arith["matched_tokens"] if idf.get(t, 0.0) >= icfg["distinctive_idf"])
     rare = arith["matched"] >= need if small else (
         distinctive >= need and arith["idf_sum"] >= icfg["idf_sum_threshold"])
+    instance = new_instance(said, entry_name(row), entry.words, entry.words if inventory is None else inventory)
     arith["distinctive"] = distinctive
     arith.update({"name": entry_name(row), "name_cover": round(cover, 3), "named": named,
-                  "passed": named or rare})
+                  "identifiers": written + spelt, "written": bool(written), "new_instance": instance,
+                  "passed": (named or rare) and instance is None})
     return arith
 
 
@@ -194,6 +423,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
             stems.add(stem(t))
             topic.append(t)
     prompt_stems = stems
+    said = Said(prompt)
     detail = {"intent": intent, "tokens": len(toks), "threshold": icfg["idf_sum_threshold"],
               "distinctive_idf": icfg["distinctive_idf"], "min_matches": icfg["min_matches"]}
 
@@ -214,18 +444,31 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         entries = _entries(conn) if toks and intent in DNR_INTENTS else []
         dnr, entry_scored = [], []
         seen_names = set()
-        for row in entries:
-            arith = entry_relevance(prompt_stems, topic, row, idf, icfg, small)
+        # every word the inventory knows: a qualifier none of it mentions names something new
+        profiles = [Entry(r) for r in entries]
+        inventory = set().union(*(e.words for e in profiles))
+        for entry in profiles:
+            row = entry.row
+            arith = entry_relevance(prompt_stems, topic, row, idf, icfg, small, said, inventory, entry)
             entry_scored.append(arith)
             if arith["passed"] and arith["name"].lower() not in seen_names:
                 seen_names.add(arith["name"].lower())
                 dnr.append((arith, row))
-        dnr.sort(key=lambda s: (not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
+        # A prompt asking for a new member of a category the inventory has ("a request-id
+        # middleware") is about that new thing; another entry sharing its incidental words
+        # ("sets a header on every response") is not what it builds. Only an identifier the
+        # entry lists, written out, still names one.
+        instances = [a for a in entry_scored if a["new_instance"]]
+        if instances:
+            detail["new_instance"] = [{"name": a["name"], "words": a["new_instance"]} for a in instances[:MAX_ITEMS]]
+            dnr = [(a, r) for a, r in dnr if a["written"]]
+        dnr.sort(key=lambda s: (not s[0]["written"], not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
         detail.update({"inventory": len(entries), "dnr_passed": len(dnr)})
         span.update({"memhealth.relevance.inventory": len(entries), "memhealth.relevance.dnr_passed": len(dnr)})
         if dnr:
             detail["dnr"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
-                              "name_cover": a["name_cover"]} for a, _r in dnr[:MAX_ITEMS]]
+                              "name_cover": a["name_cover"], "identifiers": a["identifiers"]}
+                             for a, _r in dnr[:MAX_ITEMS]]
 
         # Leg 2, lineage and evidence: BM25 over curated sources, gated by rare words.
         # Cheapest first: without one distinctive prompt token nothing can pass this gate.

@@ -5,7 +5,9 @@ real-corpus fixture, run the prompt cascade over its labeled prompts, score the 
     results = evaluate(root, prompts_for("httpx"))  # one verdict per labeled prompt
     summary(results)   # {"precision": 1.0, "recall": 0.87, "false_dnr_rate": 0.0, ...}
 
-Labels (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD
+Sets: 1 and 2 are the 152 prompts the rules are held to (`prompts_for` default); 3 is a
+later held-out set over requests and starlette, written before the rules ran on it, asked
+for with `sets=(3,)`. Labels (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD
 naming `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
 whatever the prompt's label. Used by tests/test_inject_realcorpus.py and
