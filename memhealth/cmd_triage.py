@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import sys
 
+from memhealth.cliutil import UsageError, add_parser, add_project_option
+
 USAGE = ("memhealth triage [--json] | confirm ID | reject ID | retitle ID TITLE | "
          "merge ID INTO ID | --apply FILE.json | --interactive")
 
 
 def register(sub):
-    p = sub.add_parser(
-        "triage", help="review captured decisions, dead ends and corrections",
+    p = add_parser(
+        sub, "triage", help="review captured decisions, dead ends and corrections",
         usage=USAGE.replace("memhealth triage", "%(prog)s") + " [--project DIR]",
         description="List the candidates the session-end capture proposed, and decide on them: "
                     "confirm (becomes a memory file under .memhealth/memory/records/, indexed at "
@@ -30,14 +32,16 @@ def register(sub):
                       help="ask about each pending candidate (the default in a terminal)")
     mode.add_argument("--list", dest="interactive", action="store_false",
                       help="list even in a terminal")
-    p.add_argument("--project", default=None, metavar="DIR",
-                   help="project directory (default: nearest .memhealth/ at or above the cwd)")
+    add_project_option(p)
     p.set_defaults(func=run)
     return p
 
 
-class Usage(Exception):
-    pass
+class Usage(UsageError):
+    """A malformed action: exit 2, with the usage line."""
+
+    def __init__(self, message: str):
+        super().__init__(f"{message}\nusage: {USAGE}")
 
 
 def _int(text: str) -> int:
@@ -81,18 +85,12 @@ def _show(item: dict, index: str = "") -> str:
 def run(args) -> int:
     import json
 
-    from memhealth.config import load
-    from memhealth.project import Project
+    from memhealth.cliutil import open_project
     from memory_core import triage
-    from memory_core.db import connect
 
-    try:
-        request = parse_words(args.words)
-        if request is not None and (args.apply or args.interactive):
-            raise Usage("give an action, --apply or --interactive, not several")
-    except Usage as exc:
-        print(f"memhealth triage: {exc}\nusage: {USAGE}", file=sys.stderr)
-        return 2
+    request = parse_words(args.words)
+    if request is not None and (args.apply or args.interactive):
+        raise Usage("give an action, --apply or --interactive, not several")
     batch = None
     if args.apply:
         try:
@@ -109,13 +107,10 @@ def run(args) -> int:
                 except ValueError as exc:
                     raise ValueError(f"entry {n}: {exc}") from None
         except (OSError, ValueError) as exc:
-            print(f"memhealth triage: {args.apply}: {exc}; nothing applied", file=sys.stderr)
-            return 2
+            raise UsageError(f"{args.apply}: {exc}; nothing applied") from None
 
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
-    conn = connect(project.db_path)
-    try:
+    with open_project(args) as ctx:
+        conn, project, cfg = ctx.conn, ctx.project, ctx.cfg
         if request is not None:
             action, cid, extra = request
             print(triage.apply_one(conn, project.root, cfg, action, cid, extra))
@@ -145,8 +140,6 @@ def run(args) -> int:
                 print(_show(item))
             print(f"{len(items)} candidate(s). Decide with: {USAGE}")
         return 0
-    finally:
-        conn.close()
 
 
 PROMPT = "[c]onfirm [r]eject [t]itle [m]erge into [s]kip [q]uit > "

@@ -141,11 +141,10 @@ def remember_transcript_dir(ctx) -> None:
     if not isinstance(path, str) or not path:
         return
     from memory_core.db import write
-    from memory_core.ingest.transcripts import META_TRANSCRIPT_DIR
-    from memory_core.meta import set_meta
+    from memory_core.meta import TRANSCRIPT_DIR, set_meta
 
     with write(ctx.conn):
-        set_meta(ctx.conn, META_TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path)))
+        set_meta(ctx.conn, TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path)))
 
 
 def session_end(ctx) -> str | None:

@@ -116,8 +116,9 @@ def test_one_plain_http_call_never_imports_httpx_and_bulk_work_does(tmp_path):
     assert seen["bulk"].stdout.strip() == "True"
 
 
-def test_the_session_end_hooks_ingest_embeds_without_importing_httpx(project):
-    """session-end ingests (bulk work) inside a hook: the hook rule wins, no httpx import."""
+def test_the_session_end_hook_hands_bulk_work_to_its_worker_and_imports_no_httpx(project):
+    """session-end records the boundary and spawns the capture worker (which ingests and
+    embeds in bulk, over httpx): the hook itself neither ingests nor imports httpx."""
     import json as _json
 
     from tests.conftest import clean_env, memhealth_cmd, payload
@@ -129,10 +130,9 @@ def test_the_session_end_hooks_ingest_embeds_without_importing_httpx(project):
                               cwd=str(project), capture_output=True, timeout=60,
                               env=clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM=DIM,
                                             MEMHEALTH_INGEST_GIT="false", PYTHONPROFILEIMPORTTIME="1"))
-        embeds = ollama.paths().count("/api/embed")
     assert proc.returncode == 0
     loaded = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
               if line.startswith("import time:")}
-    assert "memory_core.ingest" in loaded and "memory_core.http" in loaded
-    assert embeds >= 1  # the README's chunk was embedded ...
-    assert not [m for m in loaded if m.split(".")[0] == "httpx"]  # ... over the small client
+    assert "memhealth.hooks" in loaded  # the measurement saw the hook path
+    assert "memory_core.ingest" not in loaded
+    assert not [m for m in loaded if m.split(".")[0] == "httpx"]

@@ -83,7 +83,7 @@ FILLER = "\n".join(f"## Topic {i}\n\nNotes on page {i}: tables, charts, colours 
 def _project(tmp_path, memory: dict[str, str], changelog: str = CHANGELOG):
     root = tmp_path / "proj"
     root.mkdir()
-    assert run_cli("init", "--project", str(root)).returncode == 0
+    assert run_cli("init", "--project", str(root), "--no-templates").returncode == 0
     (root / "CHANGELOG.md").write_text(changelog, encoding="utf-8")
     (root / "docs").mkdir()
     (root / "docs" / "guide.md").write_text(FILLER, encoding="utf-8")
