@@ -11,7 +11,13 @@ import os
 import pytest
 
 from tests.e2e.claude_cli import Unavailable, install, installed_version
-from tests.e2e.harness import SampleProject, Session, completed_heartbeats, expected_heartbeats
+from tests.e2e.harness import (
+    SampleProject,
+    Session,
+    completed_heartbeats,
+    expected_heartbeats,
+    settled_capture_outcomes,
+)
 from tests.e2e.messages_api import ScriptedModel
 
 
@@ -48,6 +54,11 @@ class E2E:
         expected = expected_heartbeats(self.project.payloads())
         assert expected, "the CLI fired no event"
         assert completed_heartbeats(self.project.db_path) == expected
+        ends = sum(p["hook_event_name"] == "SessionEnd" for p in self.project.payloads())
+        if ends:
+            # each SessionEnd hands capture and ingest to a detached worker: it ran, and finished ok
+            outcomes = settled_capture_outcomes(self.project.db_path, at_least=ends)
+            assert sum(outcomes.values()) >= ends and set(outcomes) == {"ok"}, outcomes
 
 
 def make_world(binary: str, base, log_name: str = "api.ndjson"):

@@ -325,12 +325,34 @@ def expected_heartbeats(payloads: list[dict]) -> Counter:
 
 
 def completed_heartbeats(db_path: str) -> Counter:
-    """(hook, session id) of every heartbeat that completed ok (the gate's own excluded)."""
+    """(hook, session id) of every hook heartbeat that completed ok: not the gate's own, nor
+    the capture worker's (SessionEnd spawns it; it is not a Claude Code event)."""
     from memory_core.db import sqlite3
 
     conn = sqlite3.connect(db_path, timeout=10)
     try:
-        return Counter(conn.execute("SELECT hook, session_id FROM heartbeats WHERE hook != 'gate' "
+        return Counter(conn.execute("SELECT hook, session_id FROM heartbeats WHERE hook NOT IN ('gate', 'capture') "
                                     "AND outcome = 'ok' AND ended_ns IS NOT NULL").fetchall())
     finally:
         conn.close()
+
+
+def settled_capture_outcomes(db_path: str, at_least: int, timeout_s: float = 30.0) -> Counter:
+    """Outcomes of the capture workers' heartbeats once `at_least` of them exist and none is
+    still running (they are detached from the hook that spawned them: one per SessionEnd),
+    waiting at most `timeout_s`."""
+    import time
+
+    from memory_core.db import sqlite3
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        conn = sqlite3.connect(db_path, timeout=10)
+        try:
+            rows = conn.execute("SELECT outcome FROM heartbeats WHERE hook = 'capture'").fetchall()
+        finally:
+            conn.close()
+        settled = len(rows) >= at_least and all(r[0] is not None for r in rows)
+        if settled or time.monotonic() > deadline:
+            return Counter(r[0] for r in rows)
+        time.sleep(0.1)
