@@ -3,7 +3,9 @@
 `memhealth hook EVENT` is dispatched before argparse is imported: the hook path runs on
 every prompt and must not pay for a CLI framework. Every other command lives in a
 `memhealth/cmd_<name>.py` module exposing `register(subparsers)`; its heavy imports happen
-inside its run function. Errors become one line on stderr and a non-zero exit.
+inside its run function; shared options, argument types and the open-project sequence
+live in memhealth/cliutil.py. Every package's error base (caught_errors) becomes one line on
+stderr and a non-zero exit; usage errors exit 2, as argparse's own do.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 
 # Command modules, in help order. Each defines register(subparsers) -> parser with
 # set_defaults(func=run), where run(args) -> int.
-COMMANDS = ["init", "hook", "gate", "ingest", "search", "embed", "serve", "export", "report",
+COMMANDS = ["init", "hook", "gate", "ingest", "triage", "search", "embed", "serve", "export", "report",
             "demo", "generate", "remember", "cues", "forget"]
 
 
@@ -23,20 +25,42 @@ def build_parser():
     from memhealth import __version__
 
     parser = argparse.ArgumentParser(
-        prog="memhealth",
+        prog="memhealth", allow_abbrev=False,
         description="Per-project memory for Claude Code, with a health gate, heartbeats and "
                     "OpenTelemetry/Prometheus export.")
     parser.add_argument("--version", action="version", version=f"memhealth {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"memhealth.cmd_{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"memhealth.cmd_{name}":
-                raise
-            continue  # a command not built yet
-        module.register(sub)
+        # No ModuleNotFoundError guard: a command in the table whose module is missing is a
+        # broken install, and must fail loudly rather than vanish from the help.
+        importlib.import_module(f"memhealth.cmd_{name}").register(sub)
     return parser
+
+
+def caught_errors() -> tuple[type[BaseException], ...]:
+    """Every package's error base: the CLI prints these as one line, never a traceback."""
+    from memhealth.errors import MemhealthError
+    from memory_core.errors import MemoryCoreError
+    from probes.errors import ProbeError
+    from telemetry.errors import TelemetryError
+
+    return (MemhealthError, MemoryCoreError, ProbeError, TelemetryError)
+
+
+def _refuse_foreign(args, foreign: list[tuple[str, str]]) -> int:
+    """Another distribution's `telemetry` (or `probes`, `memory_core`) would run under our
+    name: the gate says so as its verdict, every other command as one line; exit 1."""
+    import json
+
+    from memhealth import install_check
+
+    if args.command == "gate":
+        print(json.dumps(install_check.verdict_json(foreign)) if getattr(args, "json", False)
+              else install_check.verdict_text(foreign), flush=True)
+    else:
+        print(f"memhealth {args.command}: RED install: {install_check.detail(foreign)}  "
+              f"FIX: {install_check.FIX}", file=sys.stderr)
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,12 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from memhealth.errors import MemhealthError
-    from memory_core.errors import MemoryCoreError
+    from memhealth.install_check import foreign_packages
 
+    foreign = foreign_packages()  # before anything imports probes, telemetry or memory_core
+    if foreign:
+        return _refuse_foreign(args, foreign)
+    caught = caught_errors()
     try:
         code = args.func(args)
-    except (MemhealthError, MemoryCoreError) as exc:
+    except caught as exc:
         print(f"memhealth {args.command}: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
+from memhealth.cliutil import add_json_option, add_parser, add_project_option, positive_int
+
 
 def register(sub):
-    p = sub.add_parser(
-        "cues", help="list memory cues and their state, or the audit of evaluations",
+    p = add_parser(
+        sub, "cues", help="list memory cues and their state, or the audit of evaluations",
         description="List every memory item that can fire (pinned, or with path, symbol, event or "
                     "semantic triggers) and each cue's state: active, expired, inactive (and why), "
                     "or stale (no file matches its paths any more). `memhealth cues audit` lists the "
@@ -16,10 +18,10 @@ def register(sub):
     p.add_argument("action", nargs="?", choices=("list", "audit"), default="list",
                    help="list (default) or audit")
     p.add_argument("--session", default=None, metavar="ID", help="audit: only this session")
-    p.add_argument("--limit", type=int, default=100, metavar="N", help="audit: newest N rows (default: 100)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--project", default=None, metavar="DIR",
-                   help="project directory (default: nearest .memhealth/ at or above the cwd)")
+    p.add_argument("--limit", type=positive_int, default=100, metavar="N",
+                   help="audit: newest N rows (default: 100)")
+    add_json_option(p, "the cues (or the audit rows)")
+    add_project_option(p)
     p.set_defaults(func=run)
     return p
 
@@ -31,26 +33,14 @@ def _day(ns) -> str:
 def run(args) -> int:
     import json
 
-    from memhealth.config import load
-    from memhealth.errors import MemhealthError
-    from memhealth.project import Project
+    from memhealth.cliutil import open_project
     from memory_core.cuespec import audit_rows, list_cues
-    from memory_core.db import connect
 
-    if args.limit < 1:
-        err = MemhealthError("--limit must be at least 1")
-        err.exit_code = 2
-        raise err
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
-    conn = connect(project.db_path)
-    try:
+    with open_project(args) as ctx:
         if args.action == "audit":
-            rows = audit_rows(conn, args.session, args.limit)
+            rows = audit_rows(ctx.conn, args.session, args.limit)
         else:
-            items = list_cues(conn, project.root, cfg)
-    finally:
-        conn.close()
+            items = list_cues(ctx.conn, ctx.project.root, ctx.cfg)
     if args.action == "audit":
         if args.json:
             print(json.dumps(rows, ensure_ascii=False))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_parser
+
 
 def register(sub):
-    p = sub.add_parser(
-        "demo", help="create a sample project and drive a session through the real hooks",
+    p = add_parser(
+        sub, "demo", help="create a sample project and drive a session through the real hooks",
         description="Create a sample project from files memhealth ships, ingest it, drive a "
                     "realistic session through the real hook entry points (startup, prompts with "
                     "and without intent, a machine turn, tool use, compaction, session end), then "

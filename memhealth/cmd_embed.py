@@ -2,50 +2,48 @@
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_json_option, add_parser, add_project_option, positive_int
+
 
 def register(sub):
-    p = sub.add_parser(
-        "embed", help="embed chunks that have no vector yet; print vector coverage",
+    p = add_parser(
+        sub, "embed", help="embed chunks that have no vector yet; print vector coverage",
         description="Send every chunk without a vector to the configured Ollama server "
                     "([embedding] url/model/dim, bulk_timeout_s) in batches and store the vectors. "
                     "A vector of the wrong width is refused, never stored. --rebuild drops every "
                     "vector and re-embeds at the configured width (after changing model or dim).")
     p.add_argument("--rebuild", action="store_true",
                    help="drop the vector table and re-embed everything at [embedding].dim")
-    p.add_argument("--batch", type=int, default=None, metavar="N",
+    p.add_argument("--batch", type=positive_int, default=None, metavar="N",
                    help="texts per request (default: [embedding].batch_size)")
-    p.add_argument("--project", default=".", metavar="DIR", help="project root (default: .)")
+    add_json_option(p, "the result and coverage")
+    add_project_option(p)
     p.set_defaults(func=run)
     return p
 
 
 def run(args) -> int:
+    import json
     import sys
 
-    from memhealth.config import load
-    from memhealth.errors import MemhealthError
-    from memhealth.project import Project
+    from memhealth.cliutil import open_project
     from memory_core import vectors
-    from memory_core.db import connect, vec_unavailable_reason
+    from memory_core.db import vec_unavailable_reason
     from memory_core.embed import EmbedError, OllamaClient, log_degradation_once
     from memory_core.errors import VectorUnavailable
     from memory_core.outbox import command_trace
 
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
-    batch = args.batch or cfg["embedding"]["batch_size"]
-    if batch < 1:
-        raise MemhealthError("--batch must be at least 1")
-    client = OllamaClient.from_config(cfg, bulk=True)  # EmbedError(not_configured) when url = ""
-    dim = int(cfg["embedding"]["dim"])
-    conn = connect(project.db_path)
-    try:
+    with open_project(args) as ctx:
+        cfg, conn = ctx.cfg, ctx.conn
+        batch = args.batch or cfg["embedding"]["batch_size"]
+        client = OllamaClient.from_config(cfg, bulk=True)  # EmbedError(not_configured) when url = ""
+        dim = int(cfg["embedding"]["dim"])
         ready = vectors.rebuild(conn, dim) if args.rebuild else vectors.ensure_vec_table(conn, dim)
         if not ready:
             raise VectorUnavailable(f"vectors unavailable: {vec_unavailable_reason() or 'sqlite-vec failed to load'}; "
                                     "install memhealth with pysqlite3-binary (see README, Why pysqlite3)")
         pruned = vectors.prune_orphans(conn)
-        tty = sys.stderr.isatty()
+        tty = sys.stderr.isatty() and not args.json
 
         def progress(done: int, total: int) -> None:
             if tty:
@@ -60,14 +58,20 @@ def run(args) -> int:
             print(file=sys.stderr)
         with_vector, total = vectors.coverage(conn)
         ratio = with_vector / total if total else 1.0
-        extra = f", {pruned} orphan vector(s) removed" if pruned else ""
-        print(f"embedded {result.stored} chunk(s) in {result.seconds:.1f}s{extra}")
-        print(f"vectors: {with_vector}/{total} chunks ({ratio:.1%}) at {dim} dims via {client.model}")
-        if result.error is not None:
-            err = result.error
+        err = result.error
+        if args.json:
+            print(json.dumps({
+                "stored": result.stored, "refused": result.refused, "pruned": pruned,
+                "seconds": round(result.seconds, 3), "with_vector": with_vector, "chunks": total,
+                "coverage": round(ratio, 4), "dim": dim, "model": client.model,
+                "error": None if err is None else {"reason": getattr(err, "reason", "error"),
+                                                   "message": str(err)}}))
+        else:
+            extra = f", {pruned} orphan vector(s) removed" if pruned else ""
+            print(f"embedded {result.stored} chunk(s) in {result.seconds:.1f}s{extra}")
+            print(f"vectors: {with_vector}/{total} chunks ({ratio:.1%}) at {dim} dims via {client.model}")
+        if err is not None:
             if isinstance(err, EmbedError):
                 log_degradation_once(conn, err.reason, str(err))
             raise err
         return 0
-    finally:
-        conn.close()

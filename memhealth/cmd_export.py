@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_json_option, add_parser, add_project_option
+
 
 def register(sub):
-    p = sub.add_parser(
-        "export", help="ship recorded spans and metrics to an OTLP collector",
+    p = add_parser(
+        sub, "export", help="ship recorded spans and metrics to an OTLP collector",
         description="Convert the span rows hooks recorded into OpenTelemetry spans (original ids, "
                     "parents and timestamps) and send them, with the catalog metrics, over OTLP "
                     "(telemetry.otlp_protocol/otlp_endpoint, or the standard OTEL_* variables). "
                     "A watermark makes delivery at-least-once; a dead collector costs at most "
                     "telemetry.export_timeout_s and the backlog ships next time.")
-    p.add_argument("--project", default=".", metavar="DIR", help="project root (default: .)")
+    add_project_option(p)
     p.add_argument("--once", action="store_true",
                    help="export the backlog once and exit (default: repeat every serve.export_interval_s)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_option(p)
     p.set_defaults(func=run)
     return p
 
@@ -29,19 +31,18 @@ def _line(result) -> str:
 
 
 def run(args) -> int:
+    from memhealth.cliutil import open_project
+    from telemetry.export import OtlpExporter
+
+    with open_project(args) as ctx:
+        return _export(args, ctx.cfg, ctx.conn, OtlpExporter(ctx.cfg))
+
+
+def _export(args, cfg, conn, exporter) -> int:
     import json
     import sys
     import threading
 
-    from memhealth.config import load
-    from memhealth.project import Project
-    from memory_core.db import connect
-    from telemetry.export import OtlpExporter
-
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
-    conn = connect(project.db_path)
-    exporter = OtlpExporter(cfg)
     try:
         if args.once:
             result = exporter.run_once(conn)
@@ -60,4 +61,3 @@ def run(args) -> int:
         return 0
     finally:
         exporter.shutdown()
-        conn.close()

@@ -1,9 +1,11 @@
-"""`memhealth generate`: write (or check) the dashboards, rules, runbook, routing and compose
-files derived from the metric catalog (telemetry/generate.py)."""
+"""`memhealth generate`: write (or check) the dashboards, rules, promtool tests and routing
+derived from the metric catalog (telemetry/artifacts/)."""
 
 from __future__ import annotations
 
 import os
+
+from memhealth.cliutil import add_parser
 
 
 def _checkout_root() -> str | None:
@@ -14,17 +16,28 @@ def _checkout_root() -> str | None:
 
 
 def register(sub):
-    p = sub.add_parser(
-        "generate", help="write the Grafana dashboards, alert rules, runbook and compose files",
-        description="Generate dashboards/*.json and provisioning, alerts/memhealth.rules.yaml, "
-                    "alerts/runbook.md, alerts/tests/*.yaml (promtool unit tests), "
-                    "alerts/alertmanager.yml and compose/ from telemetry/catalog.py. With "
-                    "--check nothing is written: exit 1 and list every stale, missing or "
-                    "unexpected file (what CI runs).")
+    p = add_parser(
+        sub, "generate", help="write the Grafana dashboards, alert rules and Alertmanager routing",
+        description="Generate dashboards/*.json, alerts/memhealth.rules.yaml, "
+                    "alerts/tests/*.yaml (promtool unit tests), alerts/alertmanager.yml and "
+                    "compose/alertmanager.yml from telemetry/catalog.py and telemetry/slo.py. "
+                    "With --check nothing is written: exit 1 and list every stale, missing or "
+                    "unexpected file (what CI runs). Pass the same URL options to --check as "
+                    "to the run that wrote the files.")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="repository root to write into (default: this source checkout)")
     p.add_argument("--check", action="store_true",
                    help="compare instead of writing; exit 1 listing stale files")
+    # defaults resolved in run(): registering a command must not import the generator
+    p.add_argument("--runbook-url", metavar="URL", default=None,
+                   help="absolute URL of alerts/runbook.md that alerts link to (default: the "
+                        "project repository's copy, telemetry.artifacts.RUNBOOK_URL)")
+    p.add_argument("--watchdog-url", metavar="URL", default=None,
+                   help="dead man's switch the Watchdog pings, outside serve (a healthchecks-"
+                        "style ping URL; default: a placeholder to replace)")
+    p.add_argument("--serve-down-url", metavar="URL", default=None,
+                   help="where MemhealthTargetDown goes, outside serve (e.g. a healthchecks "
+                        "/fail URL; default: a placeholder to replace)")
     p.set_defaults(func=run)
     return p
 
@@ -32,27 +45,31 @@ def register(sub):
 def run(args) -> int:
     import sys
 
-    from memhealth.errors import MemhealthError
-    from telemetry import generate
+    from memhealth.errors import UsageError
+    from telemetry import artifacts as generate
 
     out = args.out or _checkout_root()
     if out is None:
-        err = MemhealthError("not running from a source checkout: pass --out DIR")
-        err.exit_code = 2
-        raise err
+        raise UsageError("not running from a source checkout: pass --out DIR")
+    try:
+        options = generate.Options(args.runbook_url or generate.RUNBOOK_URL,
+                                   args.watchdog_url or generate.WATCHDOG_URL,
+                                   args.serve_down_url or generate.SERVE_DOWN_URL)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.check:
-        problems = generate.stale(out)
+        problems = generate.stale(out, options)
         for line in problems:
             print(f"stale: {line}", file=sys.stderr)
         if problems:
             print(f"generate --check: {len(problems)} stale file(s); run `memhealth generate` "
                   "and commit the result", file=sys.stderr)
             return 1
-        print(f"generate --check: {len(generate.artifacts())} file(s) up to date")
+        print(f"generate --check: {len(generate.artifacts(options))} file(s) up to date")
         return 0
-    changed = generate.write(out)
+    changed = generate.write(out, options)
     for rel in changed:
         print(f"wrote {rel}")
-    print(f"generate: {len(changed)} file(s) changed, {len(generate.artifacts()) - len(changed)} "
+    print(f"generate: {len(changed)} file(s) changed, {len(generate.artifacts(options)) - len(changed)} "
           f"unchanged in {out}")
     return 0

@@ -3,12 +3,13 @@ argparse loads)."""
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_parser
 from memhealth.hooks import EVENTS
 
 
 def register(sub):
-    p = sub.add_parser(
-        "hook", help="run a Claude Code hook (reads the hook JSON on stdin; always exits 0)",
+    p = add_parser(
+        sub, "hook", help="run a Claude Code hook (reads the hook JSON on stdin; always exits 0)",
         description="Run one Claude Code hook invocation. Reads the hook JSON from stdin, writes "
                     "a heartbeat before any work, emits context as hookSpecificOutput JSON, and "
                     "always exits 0.")

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import sys
 
+from memhealth.cliutil import add_json_option, add_parser, add_project_option, positive_float
+
 
 def register(sub):
-    p = sub.add_parser(
-        "ingest", help="ingest docs, memory files, ledgers, transcripts and git history",
+    p = add_parser(
+        sub, "ingest", help="ingest docs, memory files, ledgers, transcripts and git history",
         description="Incrementally ingest the project's sources into .memhealth/memory.db. "
                     "Only files that changed since their watermark are read; a run stops at "
                     "its wall-clock budget and the next run resumes. Exit 1 when a file failed "
                     "(it is retried next run), 0 otherwise.")
     p.add_argument("sources", nargs="*", metavar="SOURCE",
                    help="docs, memory, ledger(s), transcript(s), git (default: all enabled)")
-    p.add_argument("--budget-s", type=float, default=None, metavar="N",
+    p.add_argument("--budget-s", type=positive_float, default=None, metavar="N",
                    help="wall-clock budget in seconds (default: [ingest].budget_s)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--project", default=None, metavar="DIR",
-                   help="project directory (default: nearest .memhealth/ at or above the cwd)")
+    add_json_option(p, "the report")
+    add_project_option(p)
     p.set_defaults(func=run)
     return p
 
@@ -51,8 +52,11 @@ class _Bar:
             self.stream.flush()
 
 
-def summary_line(report) -> str:
-    """The one-line summary printed when not --json."""
+def summary_line(report, coverage: tuple[int, int] | None = None) -> str:
+    """The summary printed when not --json: one line, then one line per note.
+
+    `coverage` is (chunks with a vector, all chunks) after the run: "0 embedded" alone
+    reads as healthy while older chunks still have no vector (the gate's vector_coverage)."""
     parts = [f"{report.files_changed} of {report.files_seen} files changed",
              f"+{report.chunks_added} -{report.chunks_removed} chunks"]
     per = [f"{name} +{s.chunks_added}" for name, s in report.sources.items() if s.chunks_added]
@@ -63,44 +67,71 @@ def summary_line(report) -> str:
         parts.append(f"{malformed} malformed lines skipped")
     parts.append(f"{report.errors} error{'s' if report.errors != 1 else ''}")
     if report.vectors_state != "not_configured":
-        parts.append(f"vectors {report.vectors_state}: {report.vectors_embedded} embedded"
-                     + (f", {report.vectors_pending} pending" if report.vectors_pending else ""))
-    notes = sum(len(s.notes) for s in report.sources.values())
-    if notes:
-        parts.append(f"{notes} note{'s' if notes != 1 else ''} (--json)")
+        vec = f"vectors {report.vectors_state}: {report.vectors_embedded} embedded"
+        if report.vectors_pending:
+            vec += f", {report.vectors_pending} pending"
+        if coverage is not None:
+            with_vector, total = coverage
+            vec += f", {with_vector}/{total} chunks have one"
+        parts.append(vec)
     line = f"memhealth ingest: {', '.join(parts)} in {report.elapsed_s:.2f} s"
     if report.budget_exhausted:
         line += f"; budget of {report.budget_s:g} s exhausted, run again to continue"
-    return line
+    lines = [line]
+    if report.vectors_state == "degraded" and report.vectors_detail:
+        lines.append(f"  vectors: {report.vectors_detail}")
+    if coverage is not None and coverage[0] < coverage[1]:
+        lines.append(f"  vectors: {coverage[1] - coverage[0]} chunk(s) have no vector; "
+                     "`memhealth embed` backfills them")
+    for name, source in report.sources.items():
+        lines.extend(f"  note ({name}): {text}" for text in source.notes)
+    return "\n".join(lines)
 
 
 def run(args) -> int:
     import json
 
-    from memhealth.config import load
-    from memhealth.project import Project
-    from memory_core.db import connect
+    from memhealth.cliutil import open_project
     from memory_core.ingest import resolve_sources, run_ingest
     from memory_core.outbox import command_trace
 
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
-    sources = resolve_sources(args.sources, cfg)
-    if args.budget_s is not None and args.budget_s <= 0:
-        print("memhealth ingest: --budget-s must be positive", file=sys.stderr)
-        return 2
-    bar = _Bar(sys.stderr) if sys.stderr.isatty() and not args.json else None
-    conn = connect(project.db_path)
-    try:
-        with command_trace(conn, "memhealth ingest", **{"memhealth.ingest.sources": ",".join(sources)}) as trace:
-            report = run_ingest(conn, project.root, cfg, sources=sources, budget_s=args.budget_s,
-                                progress=bar, trace=trace)
-    finally:
-        if bar is not None:
-            bar.clear()
-        conn.close()
+    with open_project(args) as ctx:
+        sources = resolve_sources(args.sources, ctx.cfg)
+        bar = _Bar(sys.stderr) if sys.stderr.isatty() and not args.json else None
+        try:
+            with command_trace(ctx.conn, "memhealth ingest",
+                               **{"memhealth.ingest.sources": ",".join(sources)}) as trace:
+                report = run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=sources,
+                                    budget_s=args.budget_s, progress=bar, trace=trace)
+                capture = _capture(ctx.conn, ctx.cfg, args.budget_s, trace)
+        finally:
+            if bar is not None:
+                bar.clear()
+        coverage = None
+        if report.vectors_state != "not_configured":
+            from memory_core import vectors
+
+            coverage = vectors.coverage(ctx.conn)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        data = report.to_dict()
+        if coverage is not None:
+            data["vectors"].update({"with_vector": coverage[0], "chunks": coverage[1]})
+        if capture is not None:
+            data["capture"] = capture.to_dict()
+        print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        print(summary_line(report))
+        print(summary_line(report, coverage))
+        if capture is not None and (capture.items_done or capture.stopped or capture.pending_work
+                                    or capture.pending_candidates):
+            print(f"memhealth ingest: {capture.line()}")
     return 1 if report.errors else 0
+
+
+def _capture(conn, cfg, budget_s, trace):
+    """Session boundaries a worker did not finish (killed, machine asleep) are captured
+    here, under the same lease: never twice at once. None when capture is off."""
+    if not cfg["capture"]["enabled"]:
+        return None
+    from memory_core.capture_store import run_pending, settings
+
+    return run_pending(conn, settings(cfg), budget_s=budget_s, trace=trace)

@@ -2,30 +2,47 @@
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_parser
+
+# init_project reports what it did in the past tense; a dry run says what it would do.
+_DRY = {"created": "would create", "wrote": "would write", "added": "would add",
+        "updated": "would update", "removed": "would remove"}
+
 
 def register(sub):
-    p = sub.add_parser(
-        "init", help="create .memhealth/ and merge hook entries into Claude Code settings",
+    p = add_parser(
+        sub, "init", help="create .memhealth/ and merge hook entries into Claude Code settings",
         description="Create .memhealth/ (config, database) and merge memhealth's hook entries "
                     "into .claude/settings.local.json (or settings.json). Idempotent; an "
                     "unparsable settings file is left untouched (exit 2).")
-    p.add_argument("--project", default=".", metavar="DIR", help="project root (default: .)")
+    # Not the shared --project: init creates the project here, it does not look upward.
+    p.add_argument("--project", default=".", metavar="DIR",
+                   help="directory to set up (default: the current directory)")
     p.add_argument("--settings", choices=["local", "shared"], default="local",
                    help="local = .claude/settings.local.json (default), shared = .claude/settings.json")
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    p.add_argument("--no-templates", dest="templates", action="store_false",
+                   help="do not install the convention files (MEMORY.md with its resume anchor, "
+                        "invariants.md, the decisions ledger, CONSTITUTION.md)")
     p.set_defaults(func=run)
     return p
+
+
+def dry_run_line(action: str) -> str:
+    """"created X" -> "would create X"."""
+    verb, sep, rest = action.partition(" ")
+    return f"{_DRY[verb]}{sep}{rest}" if verb in _DRY else f"would: {action}"
 
 
 def run(args) -> int:
     from memhealth.installer import init_project
 
-    actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run)
-    prefix = "would: " if args.dry_run else ""
+    actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run,
+                           templates=args.templates)
     if not actions:
         print("memhealth init: already set up; nothing changed")
     for line in actions:
-        print(f"{prefix}{line}")
+        print(dry_run_line(line) if args.dry_run else line)
     if actions and not args.dry_run:
         print("next: `memhealth ingest` to index docs, memory files and history, then `memhealth gate`")
     return 0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_json_option, add_parser, add_project_option
+
 
 def register(sub):
-    p = sub.add_parser(
-        "remember", help="record a memory that fires on a file, symbol or event",
+    p = add_parser(
+        sub, "remember", help="record a memory that fires on a file, symbol or event",
         description="Write TEXT as a memory file (frontmatter + text) into .memhealth/memory/ and "
                     "compile its cues into the store at once: the next hook that touches a --path "
                     "glob, names a --symbol or sees an --on event delivers it, once per session and "
@@ -24,9 +26,8 @@ def register(sub):
                    help="fire on session-start, compact, prompt or stop; repeatable")
     p.add_argument("--pinned", action="store_true", help="deliver at every session start")
     p.add_argument("--expires", default=None, metavar="DATE", help="stop firing after this day (YYYY-MM-DD)")
-    p.add_argument("--json", action="store_true", help="print the new item as JSON")
-    p.add_argument("--project", default=None, metavar="DIR",
-                   help="project directory (default: nearest .memhealth/ at or above the cwd)")
+    add_json_option(p, "the new item")
+    add_project_option(p)
     p.set_defaults(func=run)
     return p
 
@@ -35,49 +36,40 @@ def run(args) -> int:
     import json
     import os
 
-    from memhealth.config import load
+    from memhealth.cliutil import UsageError, open_project
     from memhealth.errors import MemhealthError
-    from memhealth.project import Project
     from memory_core.cuespec import SpecError, memory_file_text, slug
-    from memory_core.db import connect
     from memory_core.ingest import run_ingest
     from memory_core.layout import MEMORY_DIR, STATE_DIR
     from memory_core.outbox import command_trace
 
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
     kind = (args.kind or ("gotcha" if args.path or args.symbol else "note")).strip().lower()
     name = (args.name or slug(args.text, 40)).strip()
     try:
         text = memory_file_text(args.text, kind=kind, name=name, paths=args.path, symbols=args.symbol,
                                 on=args.on, pinned=args.pinned, expires=args.expires)
     except SpecError as exc:
-        err = MemhealthError(f"not recorded: {exc}")
-        err.exit_code = 2
-        raise err from None
-    directory = os.path.join(project.root, STATE_DIR, MEMORY_DIR)
-    os.makedirs(directory, exist_ok=True)
-    base = slug(name)
-    for n in range(1, 10_000):
-        path = os.path.join(directory, f"{base}.md" if n == 1 else f"{base}-{n}.md")
-        try:
-            with open(path, "x", encoding="utf-8") as fh:  # never overwrite another memory
-                fh.write(text)
-            break
-        except FileExistsError:
-            continue
-    rel = os.path.relpath(path, project.root).replace(os.sep, "/")
-    conn = connect(project.db_path)
-    try:
-        with command_trace(conn, "memhealth remember") as trace:
-            run_ingest(conn, project.root, cfg, sources=["memory"], trace=trace)
-        row = conn.execute("SELECT id, name, kind, pinned FROM memory_items WHERE path = ?", (rel,)).fetchone()
-        cues = conn.execute("SELECT trigger, pattern FROM cues WHERE item_id = ? ORDER BY id",
-                            (row[0],)).fetchall() if row else []
-    finally:
-        conn.close()
-    in_memory_source = any(os.path.abspath(os.path.join(project.root, e)) == os.path.abspath(directory)
-                           for e in cfg["ingest"]["memory"])
+        raise UsageError(f"not recorded: {exc}") from None
+    with open_project(args) as ctx:
+        directory = os.path.join(ctx.project.root, STATE_DIR, MEMORY_DIR)
+        os.makedirs(directory, exist_ok=True)
+        base = slug(name)
+        for n in range(1, 10_000):
+            path = os.path.join(directory, f"{base}.md" if n == 1 else f"{base}-{n}.md")
+            try:
+                with open(path, "x", encoding="utf-8") as fh:  # never overwrite another memory
+                    fh.write(text)
+                break
+            except FileExistsError:
+                continue
+        rel = os.path.relpath(path, ctx.project.root).replace(os.sep, "/")
+        with command_trace(ctx.conn, "memhealth remember") as trace:
+            run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=["memory"], trace=trace)
+        row = ctx.conn.execute("SELECT id, name, kind, pinned FROM memory_items WHERE path = ?", (rel,)).fetchone()
+        cues = ctx.conn.execute("SELECT trigger, pattern FROM cues WHERE item_id = ? ORDER BY id",
+                                (row[0],)).fetchall() if row else []
+        in_memory_source = any(os.path.abspath(os.path.join(ctx.project.root, e)) == os.path.abspath(directory)
+                               for e in ctx.cfg["ingest"]["memory"])
     if row is None:
         raise MemhealthError(f"wrote {rel} but it was not compiled"
                              + ("" if in_memory_source else f": {STATE_DIR}/{MEMORY_DIR} is not in [ingest].memory"))

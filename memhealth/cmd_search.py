@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_json_option, add_parser, add_project_option, positive_int
+
 
 def register(sub):
-    p = sub.add_parser(
-        "search", help="search the project's memory (BM25 + vectors, fused)",
+    p = add_parser(
+        sub, "search", help="search the project's memory (BM25 + vectors, fused)",
         description="Search chunks with FTS5 BM25 and, when an embedding server is configured "
                     "and vectors exist, sqlite-vec KNN, fused with reciprocal rank (k=60) and "
                     "weighted by source. Falls back to BM25 alone, within [embedding].timeout_s, "
                     "when the server is down; the reason is printed to stderr.")
     p.add_argument("query", metavar="QUERY", help="what to look for (free text)")
-    p.add_argument("--k", type=int, default=10, metavar="N", help="number of results (default: 10)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--project", default=".", metavar="DIR", help="project root (default: .)")
+    p.add_argument("--k", type=positive_int, default=10, metavar="N", help="number of results (default: 10)")
+    add_json_option(p)
+    add_project_option(p)
     p.set_defaults(func=run)
     return p
 
@@ -22,23 +24,15 @@ def run(args) -> int:
     import json
     import sys
 
-    from memhealth.config import load
-    from memhealth.errors import MemhealthError
-    from memhealth.project import Project
-    from memory_core.db import connect
+    from memhealth.cliutil import UsageError, open_project
     from memory_core.outbox import command_trace
     from memory_core.search import search
 
-    if args.k < 1:
-        raise MemhealthError("--k must be at least 1")
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
-    conn = connect(project.db_path)
-    try:
-        with command_trace(conn, "memhealth search") as trace:
-            result = search(conn, args.query, cfg, k=args.k, trace=trace)
-    finally:
-        conn.close()
+    if not args.query.strip():
+        raise UsageError("QUERY is empty: say what to look for, e.g. `memhealth search \"wal checkpoint\"`")
+    with open_project(args) as ctx:
+        with command_trace(ctx.conn, "memhealth search") as trace:
+            result = search(ctx.conn, args.query, ctx.cfg, k=args.k, trace=trace)
     if args.json:
         print(json.dumps({"query": args.query, "k": args.k, **result.as_dict()}, ensure_ascii=False))
         return 0

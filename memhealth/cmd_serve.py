@@ -3,17 +3,19 @@ the OTLP exporter (telemetry/serve.py)."""
 
 from __future__ import annotations
 
+from memhealth.cliutil import add_parser, add_project_option
+
 
 def register(sub):
-    p = sub.add_parser(
-        "serve", help="serve /metrics, /healthz and /alerts; run probes and the OTLP exporter",
+    p = add_parser(
+        sub, "serve", help="serve /metrics, /healthz and /alerts; run probes and the OTLP exporter",
         description="Long-lived telemetry process for one project: GET /metrics (Prometheus, read "
                     "from the store), GET /healthz (serve's own liveness), POST /alerts "
                     "(Alertmanager webhook -> alert budget -> sinks), the gate on a schedule "
                     "(serve.probe_interval_s) and the OTLP exporter (serve.export_interval_s). "
                     "Binds loopback only unless --allow-remote. SIGTERM/SIGINT stop it after one "
                     "final export attempt bounded by telemetry.export_timeout_s.")
-    p.add_argument("--project", default=".", metavar="DIR", help="project root (default: .)")
+    add_project_option(p)
     p.add_argument("--listen", default=None, metavar="HOST:PORT",
                    help="address to bind (default: serve.listen, 127.0.0.1:9464; port 0 = any free port)")
     p.add_argument("--allow-remote", action="store_true",
@@ -29,19 +31,13 @@ def run(args) -> int:
     import sys
     import threading
 
-    from memhealth.config import load
+    from memhealth.cliutil import open_project
     from memhealth.errors import MemhealthError
-    from memhealth.project import Project
-    from telemetry.serve import ListenError, Serve, parse_listen
+    from telemetry.serve import Serve, parse_listen
 
-    project = Project.find(args.project)
-    cfg = load(project.state_dir)
-    try:
-        host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
-    except ListenError as exc:
-        err = MemhealthError(str(exc))
-        err.exit_code = 2
-        raise err from None
+    with open_project(args, store=False) as ctx:  # serve opens its own connections per thread
+        project, cfg = ctx.project, ctx.cfg
+    host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
     app = Serve(project, cfg, host, port, probe=None if args.no_probes else "default",
                 export=not args.no_export)
     try:

@@ -32,6 +32,8 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "warmup_timeout_s": ("float", 30.0, (0.1, 3600.0), "one warm-up retry for a cold model"),
         "bulk_timeout_s": ("float", 60.0, (0.1, 3600.0), "read timeout for ingest and backfill"),
         "batch_size": ("int", 64, (1, 4096), "texts per /api/embed request during ingest"),
+        "ca_file": ("str", "", None, "https:// only: PEM bundle of the CA to trust instead of the "
+                    "system store (a private CA or a self-signed proxy); verification is never off"),
     },
     "hooks": {
         "busy_timeout_s": ("float", 1.0, (0.01, 60.0),
@@ -68,14 +70,36 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "budget_s": ("float", 55.0, (0.1, 86400.0), "wall-clock budget of one ingest run"),
         "docs": ("list", ["README.md", "docs", "*.md"], None, "markdown files or directories"),
         "memory": ("list", [".memhealth/memory", ".claude/memory"], None, "memory files (frontmatter type:)"),
-        "ledgers": ("list", [], None, "append-only ledgers (ingested by byte offset)"),
+        "ledgers": ("list", [".memhealth/ledgers/*.ndjson"], None,
+                    "append-only ledgers (ingested by byte offset); `memhealth init` creates "
+                    ".memhealth/ledgers/decisions.ndjson"),
         "transcripts": ("list", ["auto"], None, '"auto" = the directory of the hook\'s transcript_path'),
         "git": ("bool", True, None, "ingest commit messages and touched paths"),
         "git_max_commits": ("int", 500, (0, 1000000), "commits read per run"),
     },
+    "capture": {
+        "enabled": ("bool", True, None,
+                    "at SessionEnd, extract decisions, dead ends and corrections for `memhealth triage`"),
+        "budget_s": ("float", 300.0, (1.0, 86400.0), "wall-clock budget of one detached capture worker run"),
+        "batch_bytes": ("int", 1048576, (4096, 67108864),
+                        "transcript bytes per capture transaction (the unit a killed worker loses)"),
+        "lease_s": ("float", 60.0, (1.0, 3600.0),
+                    "a capture worker's lease; renewed every batch, free once it lapses or its pid is gone"),
+        "llm_model": ("str", "", None,
+                      'optional synthesis: an Ollama generate model that proposes records the patterns '
+                      'missed ("" = off; the worker only, never a hook)'),
+        "llm_url": ("url", "", None, 'Ollama base URL for llm_model ("" = [embedding].url)'),
+        "llm_timeout_s": ("float", 60.0, (1.0, 3600.0),
+                          "one generate call; a failure falls back to the patterns and is recorded"),
+    },
     "telemetry": {
         "capture_content": ("bool", False, None, "export prompt text on spans (opt-in)"),
-        "retention_days": ("float", 14.0, (0.1, 3650.0), "outbox rows older than this are dropped and counted"),
+        "retention_days": ("float", 14.0, (0.1, 3650.0),
+                           "outbox spans older than this are dropped and counted, exporter or not "
+                           "(pruned by the gate: each session start and `memhealth gate`)"),
+        "outbox_max_rows": ("int", 20000, (100, 10000000),
+                            "at most this many spans wait in the outbox; the oldest beyond it are dropped "
+                            "and counted (bounds the store when no exporter runs)"),
         "export_timeout_s": ("float", 2.0, (0.05, 120.0), "OTLP export timeout; a dead collector never stalls longer"),
         "otlp_endpoint": ("str", "", None, '"" = OTEL_EXPORTER_OTLP_ENDPOINT or http://127.0.0.1:4318'),
         "otlp_protocol": ("str", "http/protobuf", ("http/protobuf", "grpc"), "OTLP transport"),

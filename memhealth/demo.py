@@ -149,6 +149,8 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         if err:  # a hook writes stderr only when something went wrong
             failures.append(f"hook {event}: {err[:300]}")
         out(f"  {event:<13} {label:<{width}}  {ms:6.0f} ms  {shown}")
+    if not _wait_for_capture(root):
+        failures.append("the capture worker spawned by session-end did not finish within 60 s")
     out("")
     _print_injections(root, out, first_injection)
     out("")
@@ -171,6 +173,26 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
             out(f"  - {failure}")
         return 1
     return 0
+
+
+def _wait_for_capture(root: str, limit_s: float = 60.0) -> bool:
+    """SessionEnd hands its work to a detached worker: let it finish before the gate reads
+    the store, so the demo's output does not depend on a race."""
+    from memory_core.db import connect
+
+    conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
+    try:
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            total, running = conn.execute(
+                "SELECT count(*), count(*) FILTER (WHERE outcome IS NULL) FROM heartbeats "
+                "WHERE hook = 'capture'").fetchone()
+            if total and not running:
+                return True
+            time.sleep(0.05)
+        return False
+    finally:
+        conn.close()
 
 
 def _write_demo_config(root: str, transcripts: str) -> None:

@@ -17,12 +17,20 @@ from memory_core.text import clean
 
 
 def session_start(ctx) -> str | None:
-    """Print the health verdict first (its RED and NOTE lines under it), then what memory
-    holds. With [gate].mode = "off" (ablation) the gate is skipped entirely."""
+    """Print the health verdict first (memory-path RED and NOTE lines under it), then what
+    memory holds. Notes for the operator (optional integrations, telemetry) go to the person
+    as `systemMessage`, never into Claude's context. With [gate].mode = "off" (ablation) the
+    gate is skipped entirely."""
     import time
 
     from memory_core.render import session_render
 
+    try:  # capture a previous session's worker did not finish: spawned, never inline
+        from memhealth import capture_worker
+
+        capture_worker.resume(ctx)
+    except Exception as exc:
+        ctx.problem("capture", f"{type(exc).__name__}: {exc}")
     source = ctx.payload.get("source")
     body = session_render(ctx.conn, source if isinstance(source, str) else None)
     pinned = session_start_cues(ctx)
@@ -41,9 +49,14 @@ def session_start(ctx) -> str | None:
                        time.monotonic() + ctx.cfg["gate"]["hook_budget_s"])
         ev = Evidence(ctx.project.root, ctx.conn, ctx.cfg, now=now_ns / 1e9, session_id=ctx.session_id,
                       deadline=deadline)
-        head = gate.run(ev, trace=ctx.trace).lines()
-        # what the next gate compares: this render (novelty) and this transcript's size
-        novelty.record_render(ctx.conn, ctx.session_id, body, novelty.corpus_signature(ctx.conn), now_ns)
+        verdict = gate.run(ev, trace=ctx.trace)
+        head = verdict.context_lines()
+        operator = verdict.operator_lines()
+        if operator:
+            ctx.notice = "\n".join(["memhealth (for you; Claude does not see this):",
+                                    *(line.strip() for line in operator)])
+        # what the next gate compares: this render beside its inputs, and this transcript's size
+        novelty.record_render(ctx.conn, ctx.session_id, body, novelty.inputs_signature(ctx.conn), now_ns)
         transcript = ctx.payload.get("transcript_path")
         heartbeats.remember_session(ctx.conn, ctx.session_id,
                                     transcript if isinstance(transcript, str) else None, now_ns)
@@ -254,9 +267,6 @@ def stop(ctx) -> str | None:
     return None
 
 
-SESSION_END_INGEST_BUDGET_S = 3.0  # SessionEnd hooks get 1.5 s by default, our init sets 5
-
-
 def remember_transcript_dir(ctx) -> None:
     """Record where Claude Code keeps this project's transcripts (the real directory keeps
     case; the slug rule is unverified), for the transcripts ingester's "auto" source."""
@@ -266,29 +276,22 @@ def remember_transcript_dir(ctx) -> None:
     if not isinstance(path, str) or not path:
         return
     from memory_core.db import write
-    from memory_core.ingest.transcripts import META_TRANSCRIPT_DIR
-    from memory_core.meta import set_meta
+    from memory_core.meta import TRANSCRIPT_DIR, set_meta
 
     with write(ctx.conn):
-        set_meta(ctx.conn, META_TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path)))
+        set_meta(ctx.conn, TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path)))
 
 
 def session_end(ctx) -> str | None:
-    """Bring memory up to date with what the session wrote, within a small budget: the
-    reference design ran 60-120 s of work here against a 1.5 s budget and got killed. What
-    the budget does not cover resumes on the next run; embedding calls use the hook-path
-    timeout, and vectors left missing are backfilled by `memhealth embed`."""
+    """Record the session boundary and hand the work to a detached worker: Claude Code gives
+    SessionEnd about 1.5 s (the reference design ran 60-120 s here and got killed; an inline
+    ingest of a 50 MB transcript took 1.87 s). The worker (memhealth.capture_worker) captures
+    decisions, dead ends and corrections and runs the ingest; what it does not finish
+    resumes at the next SessionStart or `memhealth ingest`."""
     remember_transcript_dir(ctx)
-    from memory_core.ingest import run_ingest
+    from memhealth import capture_worker
 
-    cfg = dict(ctx.cfg)
-    cfg["embedding"] = {**ctx.cfg["embedding"], "bulk_timeout_s": ctx.cfg["embedding"]["timeout_s"]}
-    budget = min(SESSION_END_INGEST_BUDGET_S, ctx.cfg["ingest"]["budget_s"])
-    report = run_ingest(ctx.conn, ctx.project.root, cfg, budget_s=budget, trace=ctx.trace)
-    summary = report.to_dict()
-    ctx.root.update({"memhealth.ingest.chunks_added": summary["chunks_added"],
-                     "memhealth.ingest.errors": summary["errors"],
-                     "memhealth.ingest.budget_exhausted": summary["budget_exhausted"]})
+    capture_worker.boundary(ctx)
     return None
 
 

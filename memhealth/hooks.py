@@ -41,7 +41,7 @@ class HookContext:
     """What a handler gets: the parsed payload, project, config, store, trace, outputs."""
 
     __slots__ = ("event", "payload", "project", "cfg", "conn", "trace", "root", "decisions",
-                 "session_id", "started_ns", "problems")
+                 "session_id", "started_ns", "problems", "notice")
 
     def __init__(self, event, payload, project, cfg, conn, trace, root, session_id, started_ns):
         self.event = event
@@ -55,6 +55,7 @@ class HookContext:
         self.session_id = session_id
         self.started_ns = started_ns
         self.problems: list[tuple[str, str]] = []  # (reason, detail): recorded, not raised
+        self.notice: str | None = None  # for the person (systemMessage), never the model
 
     def problem(self, reason: str, detail: str) -> None:
         """Note a degradation that makes the invocation an error without stopping it."""
@@ -121,12 +122,15 @@ def session_id_of(payload: dict) -> str | None:
     return None
 
 
-def emit(event: str, text: str) -> None:
-    """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller."""
+def emit(event: str, text: str, notice: str | None = None) -> None:
+    """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller.
+    `notice` goes to `systemMessage`: shown to the user, not the model (REFERENCE §1)."""
     from memory_core.text import clean, clip
 
     text = clip(clean(text), MAX_CONTEXT_CHARS)
     body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
+    if notice:
+        body["systemMessage"] = clip(notice, MAX_CONTEXT_CHARS)
     data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
     view = memoryview(data)
     while view:
@@ -225,9 +229,9 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
         from memhealth import handlers
 
         text = handlers.HANDLERS[hook](ctx)
-        if text and hook in CONTEXT_EVENTS:
+        if (text or ctx.notice) and hook in CONTEXT_EVENTS:
             try:
-                emit(hook, text)
+                emit(hook, text or "", ctx.notice)
             except OSError as exc:  # BrokenPipeError and friends: the reader went away
                 ctx.problem("stdout_closed", f"could not write context to stdout: {exc.strerror or exc}")
         if ctx.problems:
@@ -269,6 +273,6 @@ def main(argv: list[str]) -> None:
     run(event)
     try:
         sys.stderr.flush()
-    except Exception:
+    except Exception:  # a closed or broken stderr: the hook still exits 0, as promised
         pass
     os._exit(0)

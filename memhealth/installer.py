@@ -3,7 +3,14 @@
     actions = init_project("/path/to/project", settings="local", dry_run=False)
 
 Idempotent: a second run changes nothing. Existing settings entries are kept; an entry of
-ours whose command changed (a new interpreter path) is updated in place. An unparsable
+ours whose command changed (a new interpreter path) is updated in place.
+
+Local settings (per machine, not committed) run this machine's interpreter by absolute path.
+Shared settings (`.claude/settings.json`, committed) must work on a teammate's machine, so
+they run a portable launcher committed beside the config, `.memhealth/bin/memhealth`, which
+finds memhealth at run time ($MEMHEALTH_BIN, then `memhealth` on PATH, then a python3 that
+imports it). Where none is found, SessionStart prints one line to the person and every other
+hook exits 0 silently: never an error on every hook. An unparsable
 settings file is never overwritten: SettingsError before anything is written. Timeouts are
 written in seconds (Claude Code reads seconds; the reference design wrote milliseconds and
 so gave its 3 s prompt hook 50 minutes).
@@ -53,6 +60,47 @@ def launcher_argv() -> list[str]:
 def launcher() -> str:
     """launcher_argv() as one shell-quoted command, for settings.json."""
     return shlex.join(launcher_argv())
+
+
+SHIM_REL = os.path.join(STATE_DIR, "bin", "memhealth")
+# Claude Code sets CLAUDE_PROJECT_DIR for hook commands; "." covers one that does not (hooks
+# run from the project directory)
+SHARED_LAUNCHER = '"${CLAUDE_PROJECT_DIR:-.}"/' + SHIM_REL.replace(os.sep, "/")
+NOT_INSTALLED = ("memhealth is not installed on this machine, so this project's memory hooks are "
+                 "off. Install it (pip install memhealth, or pipx) so `memhealth` is on PATH, or set "
+                 "MEMHEALTH_BIN to its command; the other hooks stay silent until then.")
+
+SHIM = """#!/bin/sh
+# memhealth launcher for .claude/settings.json (committed; written by `memhealth init
+# --settings shared`). It holds no path from the machine that wrote it: it finds memhealth
+# here, at run time. Not found: SessionStart says so in one line, other hooks exit 0.
+if [ -n "${MEMHEALTH_BIN:-}" ]; then
+    exec $MEMHEALTH_BIN "$@"
+fi
+self_dir=$(cd "$(dirname "$0")" 2>/dev/null && pwd -P)
+IFS_SAVE=$IFS; IFS=:
+for dir in $PATH; do
+    IFS=$IFS_SAVE
+    [ -n "$dir" ] || continue
+    candidate="$dir/memhealth"
+    if [ -f "$candidate" ] && [ -x "$candidate" ]; then
+        cand_dir=$(cd "$dir" 2>/dev/null && pwd -P)
+        [ "$cand_dir" = "$self_dir" ] && continue   # not this launcher again
+        exec "$candidate" "$@"
+    fi
+done
+IFS=$IFS_SAVE
+for py in python3 python; do
+    if command -v "$py" >/dev/null 2>&1 && "$py" -c "import memhealth" >/dev/null 2>&1; then
+        exec "$py" -m memhealth "$@"
+    fi
+done
+cat >/dev/null 2>&1   # Claude Code's payload: read it so the writer never sees a broken pipe
+if [ "$1" = "hook" ] && [ "$2" = "session-start" ]; then
+    printf '%s\\n' __MESSAGE__
+fi
+exit 0
+""".replace("__MESSAGE__", shlex.quote(json.dumps({"systemMessage": NOT_INSTALLED})))
 
 
 def hook_command(event: str, launch: str | None = None) -> str:
@@ -133,14 +181,19 @@ def _write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 
 
 def init_project(root: str, settings: str = "local", dry_run: bool = False,
-                 launch: str | None = None, timeouts: dict | None = None) -> list[str]:
-    """Set up memhealth in `root`; return the list of actions taken (or that would be)."""
+                 launch: str | None = None, timeouts: dict | None = None,
+                 templates: bool = True) -> list[str]:
+    """Set up memhealth in `root`; return the list of actions taken (or that would be).
+    Shared settings get the portable launcher (SHARED_LAUNCHER) unless `launch` is given;
+    `templates` installs the convention files (memhealth.templates) that do not exist yet."""
     root = os.path.abspath(root)
     if not os.path.isdir(root):
         raise SettingsError(f"{root} is not a directory")
     spath = settings_path(root, settings)
     current = read_settings(spath)  # refuse before writing anything
-    merged, hook_changes = merge_hooks(current, launch or launcher(), timeouts)
+    if launch is None:
+        launch = SHARED_LAUNCHER if settings == "shared" else launcher()
+    merged, hook_changes = merge_hooks(current, launch, timeouts)
 
     actions = []
     state = os.path.join(root, STATE_DIR)
@@ -165,9 +218,26 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
             from memory_core.db import connect
 
             connect(db).close()
+    if launch == SHARED_LAUNCHER:
+        shim = os.path.join(root, SHIM_REL)
+        try:
+            with open(shim, encoding="utf-8") as fh:
+                same = fh.read() == SHIM
+        except OSError:
+            same = False
+        if not same or not os.access(shim, os.X_OK):
+            actions.append(f"wrote {shim} (portable launcher for "
+                           "shared settings: finds memhealth on each machine)")
+            if not dry_run:
+                os.makedirs(os.path.dirname(shim), exist_ok=True)
+                _write_atomic(shim, SHIM, 0o755)
+    if templates:
+        from memhealth.templates import install_templates
+
+        actions.extend(install_templates(root, dry_run))
     if hook_changes:
         actions.extend(hook_changes)
-        actions.append(f"{'would write' if dry_run else 'wrote'} {spath}")
+        actions.append(f"wrote {spath}")  # past tense always; `init --dry-run` rewords
         if not dry_run:
             os.makedirs(os.path.dirname(spath), exist_ok=True)
             _write_atomic(spath, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")

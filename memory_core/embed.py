@@ -1,11 +1,18 @@
-"""Ollama embedding client: /api/embed over httpx, with a per-process circuit breaker, a
-dimension guard, a context-overflow retry and a log-once degradation record.
+"""Ollama embedding client: /api/embed with a per-process circuit breaker, a dimension
+guard, a context-overflow retry and a log-once degradation record.
 
     client = OllamaClient.from_config(cfg)               # hook path: read timeout = timeout_s
     vectors = client.embed(["why does the WAL stall"])   # list[list[float]], or EmbedError
 
+Transport, one rule: a process that makes one call pays for every import it needs, so a
+plain http:// URL goes through memory_core.http (stdlib sockets, a whole-call deadline, no
+httpx import: ~40-55 ms saved in every hook and gate); bulk embedding (`from_config(...,
+bulk=True)`: ingest and embed, many calls over one kept-alive connection) and every https://
+URL (TLS, verified against the system store or [embedding].ca_file) go through httpx,
+imported on the first request. `_transport_error` maps both transports' failures to REASONS.
+
 Import this module only when an embedding call is about to be made: the non-intent hook
-path must not pay for it. httpx itself (~65 ms) is imported on the first request.
+path must not pay for it.
 
 Every failure is an `EmbedError` whose `.reason` is one of REASONS:
     unreachable        nothing answers at the URL (connection refused, connect timeout)
@@ -137,6 +144,19 @@ def context_length(show: dict) -> int | None:
     return None
 
 
+def _tls_hint(exc: BaseException) -> str:
+    """A certificate failure, said so (with what to do), or "" for any other failure."""
+    import ssl
+
+    cause = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return (f"TLS certificate not trusted: {cause.verify_message or cause}; for a private "
+                    "CA set [embedding].ca_file to its PEM bundle")
+        cause = cause.__cause__ or cause.__context__
+    return ""
+
+
 # -- the client ----------------------------------------------------------------------------
 
 class OllamaClient:
@@ -149,7 +169,8 @@ class OllamaClient:
 
     def __init__(self, url: str = "http://127.0.0.1:11434", model: str = "nomic-embed-text",
                  dim: int = 768, keep_alive: str = "4h", num_ctx: int = 8192,
-                 connect_timeout_s: float = 0.5, read_timeout_s: float = 2.0):
+                 connect_timeout_s: float = 0.5, read_timeout_s: float = 2.0,
+                 pooled: bool = False, ca_file: str = ""):
         # IPv4 literal by default: localhost may resolve to ::1 first while Ollama binds
         # 127.0.0.1 (REFERENCE §3: 11.3 s instead of 1.6 s per hook).
         self.url = _endpoint(url)
@@ -161,17 +182,28 @@ class OllamaClient:
         self.read_timeout_s = read_timeout_s
         self.refused = 0          # wrong-width vectors this client refused
         self.last_response: dict = {}
+        # httpx for bulk work (one kept-alive connection for many calls) and for TLS
+        self.pooled = pooled
+        self.ca_file = ca_file  # PEM bundle to trust for https:// instead of the system store
         self._http = None
 
+    @property
+    def transport(self) -> str:
+        """"httpx" or "small" (memory_core.http), by the rule in the module docstring."""
+        return "httpx" if self.pooled or not self.url.startswith("http://") else "small"
+
     @classmethod
-    def from_config(cls, cfg, bulk: bool = False) -> OllamaClient:
-        """A client for `cfg["embedding"]`: hook-path read timeout, or bulk_timeout_s."""
+    def from_config(cls, cfg, bulk: bool = False, pooled: bool | None = None) -> OllamaClient:
+        """A client for `cfg["embedding"]`: hook-path read timeout, or bulk_timeout_s.
+        `pooled` (default: `bulk`) picks httpx for a plain http:// URL: a hook's short
+        ingest is bulk work in a process that must not pay for the import."""
         e = cfg["embedding"]
         if not e["url"]:
             raise EmbedError("not_configured", "embedding is not configured ([embedding].url is empty)")
         return cls(e["url"], e["model"], int(e["dim"]), e["keep_alive"], int(e["num_ctx"]),
                    float(e["connect_timeout_s"]),
-                   float(e["bulk_timeout_s"] if bulk else e["timeout_s"]))
+                   float(e["bulk_timeout_s"] if bulk else e["timeout_s"]),
+                   pooled=bulk if pooled is None else pooled, ca_file=e.get("ca_file") or "")
 
     @property
     def server_address(self) -> str:
@@ -360,13 +392,21 @@ class OllamaClient:
         if self._http is None:
             import httpx
 
-            # https only (plain http goes through memory_core.http). trust_env=False: a
-            # developer's HTTP_PROXY must not route this traffic.
-            self._http = httpx.Client(trust_env=False)
+            verify = True
+            if self.ca_file:
+                import ssl
+
+                # trust exactly this bundle (a private CA, a self-signed Ollama proxy);
+                # verification is never turned off
+                verify = ssl.create_default_context(cafile=self.ca_file)
+            # trust_env=False: a developer's HTTP_PROXY must not route this traffic.
+            self._http = httpx.Client(trust_env=False, verify=verify)
         return self._http
 
     def _call(self, method: str, path: str, body: dict | None, budget: tuple[float, float]) -> dict:
         """One request; the parsed JSON object, or EmbedError with the right reason."""
+        from memory_core import http
+
         deadline, read_s = budget
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -374,10 +414,15 @@ class OllamaClient:
                              endpoint=self.url)
         # A hung server blocks one read: it costs the read timeout, not the whole budget.
         read = min(read_s, remaining)
-        if self.url.startswith("http://"):
-            status, text = self._call_plain(method, path, body, read, deadline)
-        else:
-            status, text = self._call_httpx(method, path, body, read, remaining)
+        try:
+            if self.transport == "small":
+                status, raw = http.request(method, self.url + path, body, self.connect_timeout_s,
+                                           read, deadline)
+                text = raw.decode("utf-8", "replace")
+            else:
+                status, text = self._call_httpx(method, path, body, read, remaining)
+        except http.HttpError as exc:
+            raise self._transport_error(exc, path, read) from exc
         head = text[:HEAD_CHARS]
         if status >= 400:
             raise self._http_failure(path, status, text, head)
@@ -389,40 +434,39 @@ class OllamaClient:
             raise self._malformed(path, head)
         return data
 
-    def _call_plain(self, method, path, body, read, deadline) -> tuple[int, str]:
-        """Plain http through memory_core.http: no httpx import on the probe path."""
-        from memory_core import http
-
-        try:
-            status, raw = http.request(method, self.url + path, body, self.connect_timeout_s, read, deadline)
-        except http.HttpError as exc:
-            if exc.kind == "connect_timeout":
-                raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} (connect timeout "
-                                 f"after {self.connect_timeout_s:g}s)", endpoint=self.url) from exc
-            if exc.kind == "timeout":
-                raise EmbedError("timeout", f"{path} at {self.url}: no answer within {read:.1f}s",
-                                 endpoint=self.url) from exc
-            raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} ({exc})",
-                             endpoint=self.url) from exc
-        return status, raw.decode("utf-8", "replace")
-
     def _call_httpx(self, method, path, body, read, remaining) -> tuple[int, str]:
+        """httpx's exceptions become memory_core.http.HttpError kinds, so that one function
+        (_transport_error) maps both transports to embedding failure reasons."""
         import httpx
 
+        from memory_core.http import HttpError
+
         timeout = httpx.Timeout(read, connect=min(self.connect_timeout_s, remaining))
-        url = self.url + path
         try:
-            resp = self._client().request(method, url, json=body, timeout=timeout)
+            resp = self._client().request(method, self.url + path, json=body, timeout=timeout)
         except httpx.ConnectTimeout as exc:
-            raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} (connect timeout "
-                             f"after {self.connect_timeout_s:g}s)", endpoint=self.url) from exc
+            raise HttpError("connect_timeout", str(exc)) from exc
         except httpx.TimeoutException as exc:
-            raise EmbedError("timeout", f"{path} at {self.url}: no answer within {read:.1f}s",
-                             endpoint=self.url) from exc
-        except httpx.HTTPError as exc:  # ConnectError, RemoteProtocolError, ReadError, ...
-            raise EmbedError("unreachable", f"Ollama server unreachable at {self.url} "
-                             f"({type(exc).__name__}: {exc})", endpoint=self.url) from exc
+            raise HttpError("timeout", str(exc)) from exc
+        except (httpx.ConnectError, httpx.NetworkError) as exc:  # refused, reset, TLS refused
+            raise HttpError("unreachable", _tls_hint(exc) or str(exc) or type(exc).__name__) from exc
+        except httpx.HTTPError as exc:  # RemoteProtocolError, DecodingError, ...
+            raise HttpError("protocol", f"{type(exc).__name__}: {exc}") from exc
         return resp.status_code, resp.text
+
+    def _transport_error(self, exc, path: str, read: float) -> EmbedError:
+        """The one mapping from a transport failure (memory_core.http.HttpError.kind) to an
+        embedding failure reason, whichever transport carried the call."""
+        if exc.kind == "connect_timeout":
+            return EmbedError("unreachable", f"Ollama server unreachable at {self.url} (connect "
+                              f"timeout after {self.connect_timeout_s:g}s)", endpoint=self.url)
+        if exc.kind == "timeout":
+            return EmbedError("timeout", f"{path} at {self.url}: no answer within {read:.1f}s",
+                              endpoint=self.url)
+        # unreachable (refused, reset, TLS) and protocol (what answered is not HTTP): nothing
+        # usable answers at this URL
+        return EmbedError("unreachable", f"Ollama server unreachable at {self.url} ({exc})",
+                          endpoint=self.url)
 
     def _http_failure(self, path: str, status: int, text: str, head: str) -> EmbedError:
         lowered = text.lower()

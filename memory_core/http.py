@@ -3,14 +3,17 @@
     status, body = request("POST", "http://127.0.0.1:11434/api/embed", {"model": "m"},
                            connect_s=0.5, read_s=2.0)
 
-Why not httpx: importing it costs about 40 ms, twice the interpreter's own start-up, and the
-embedding probe runs inside every SessionStart. Ollama speaks plain HTTP on loopback or a
-LAN; that needs a socket, a request line, and a response parser that knows Content-Length,
-chunked encoding and read-to-close. https:// URLs keep going through httpx (TLS).
+Why not httpx everywhere: importing it costs 40-55 ms, two to three times the interpreter's own
+start-up, and the embedding probe runs inside every SessionStart. Ollama speaks plain HTTP on
+loopback or a LAN; that needs a socket, a request line, and a response parser that knows
+Content-Length, chunked encoding and read-to-close. The rule (memory_core.embed.OllamaClient):
+a process that makes one call and pays the import (the hooks, `memhealth gate`, `search`,
+serve's scheduled probe) uses this client; bulk embedding (`ingest`, `embed`: many calls,
+one kept-alive connection) and every https:// URL (TLS) go through httpx.
 
 Errors are `HttpError` with `kind`: `connect_timeout`, `unreachable` (refused, reset, no
 route), `timeout` (no answer within the read timeout or the deadline), `protocol` (what
-answered is not HTTP).
+answered is not HTTP). memory_core.embed maps each kind to an embedding failure reason.
 """
 
 from __future__ import annotations
@@ -18,32 +21,31 @@ from __future__ import annotations
 import json
 import socket
 import time
+from urllib.parse import urlsplit
+
+from memory_core.errors import MemoryCoreError
 
 MAX_BODY_BYTES = 256 * 1024 * 1024  # a batch of embeddings is a few MB; this bounds a runaway
+KINDS = ("connect_timeout", "unreachable", "timeout", "protocol")
 
 
-class HttpError(Exception):
+class HttpError(MemoryCoreError):
+    """A transport failure; `.kind` is one of KINDS."""
+
+    reason = "http"
+
     def __init__(self, kind: str, message: str):
         super().__init__(message)
         self.kind = kind
 
 
 def split_url(url: str) -> tuple[str, int, str]:
-    """(host, port, path) of an http:// URL; IPv6 literals in brackets."""
-    if not url.startswith("http://"):
+    """(host, port, path with query) of an http:// URL; IPv6 literals without brackets."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
         raise ValueError(f"not an http:// URL: {url!r}")
-    rest = url[len("http://"):]
-    hostport, slash, path = rest.partition("/")
-    path = "/" + path if slash else "/"
-    if hostport.startswith("["):
-        host, _, tail = hostport[1:].partition("]")
-        port = int(tail[1:]) if tail.startswith(":") else 80
-    else:
-        host, colon, port_text = hostport.rpartition(":")
-        if not colon:
-            host, port_text = hostport, "80"
-        port = int(port_text)
-    return host, port, path
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parts.hostname, parts.port or 80, path
 
 
 class _Reader:

@@ -12,14 +12,33 @@ transcripts would echo the session's own words back at it. Relevance needs rare
 words shared on word boundaries: at least `min_matches` prompt tokens found in the item,
 their summed IDF at least `idf_sum_threshold`, and one of them at least `distinctive_idf`.
 Below 50 chunks IDF says little, so only the overlap count applies (REFERENCE §4.4).
+
+What may be DO-NOT-REBUILD is decided by the item, not the intent: only subsystem inventory
+entries (memory of kind `subsystem`) and, when records carry a state, confirmed records
+(`dnr_eligible`), on build or decision intent. Their leg runs first and scores every entry
+directly (an inventory is tens of entries): an entry is relevant when the prompt names it
+(`entry_relevance`) or shares rare words with it, and one entry — the best named — is
+rendered, with where it lives. A doc or changelog section is never the subsystem: on build
+intent it speaks only as evidence, a "mentioned in" line under the entry's block; on decide
+or investigate intent it may still be a lineage block. An index file (kind `index`) is
+never offered. Thresholds and rules were set on real text (tests/fixtures/realcorpus,
+benchmarks/bench_dnr.py), not only on synthetic corpora.
+
+Two readings refine naming: a code identifier the entry lists (`verify=`, `follow_redirects`,
+`DigestAuth`), written in the prompt or spelled in words, names it; a prompt asking for a
+new member of an entry's category ("a request-id middleware", "a custom middleware") is new
+work, and then only a written identifier still names an entry (`new_instance`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import time
 
 from memory_core import fts
 from memory_core.db import write
+from memory_core.intent import BUILD, DECISION, INVESTIGATION
 from memory_core.text import clip
 
 MIN_IDF_CORPUS = 50
@@ -27,7 +46,63 @@ MIN_QUERY_IDF = 0.5  # a token in more than ~60% of chunks does not help rank ca
 MAX_PROMPT_TOKENS = 32
 CANDIDATES = 10
 MAX_ITEMS = 2
-DNR_KINDS = frozenset({"invariant", "do-not-rebuild", "do_not_rebuild", "dnr", "exists", "project"})
+# What may be DO-NOT-REBUILD: inventory entries, and (issue 12) records in a confirmed state.
+DNR_KINDS = frozenset({"subsystem"})
+RECORD_KINDS = frozenset({"decision", "dead-end", "dead_end"})
+CONFIRMED_STATES = frozenset({"confirmed"})
+DNR_SOURCES = ("memory", "ledger")
+NEVER_OFFERED = ("index",)         # MEMORY.md and the like: a list of items, not an item
+LINEAGE_KINDS = frozenset({"decision", "dead-end", "dead_end", "correction", "record"})
+MAX_EVIDENCE = 2
+MAX_DNR = 1                        # one DO-NOT-REBUILD per prompt: the entry it names best
+
+
+# The request's verb is not its topic: "write", "implement", "should" say nothing about which
+# subsystem a prompt is about (REFERENCE §4.4 drops such tokens too).
+INTENT_WORDS = frozenset(w for v in (BUILD, DECISION, INVESTIGATION)
+                         for p in (*v.words, *v.phrases) for w in p.split())
+# A qualifier run stops at a stopword, an intent verb or a quantifier ("several tasks" asks
+# for no new kind of task).
+RUN_STOPS = fts.STOPWORDS | INTENT_WORDS | frozenset({"several", "multiple", "various", "numerous", "two", "three"})
+# CamelCase parts, acronyms included: DigestAuth -> Digest Auth, CORSMiddleware -> CORS Middleware
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Code identifiers as a developer types them: dotted (response.json), snake_case and
+# ALL_CAPS_NAMES, keyword arguments (verify=), long flags (--verbose), CamelCase
+# (HTTPDigestAuth, GZipMiddleware). A plain word (Digest, TLS) is not one. Candidates come
+# from one cheap scan; plain strings tests sort them (a regex of alternatives was 2.5x slower).
+_CANDIDATE = re.compile(r"--[A-Za-z][\w-]*|[A-Za-z_][a-z0-9]*[._=A-Z][\w.]*=?")
+_CAMELISH = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+_PARTS = re.compile(r"[^\W_]+")
+# A clause ends at punctuation (a dot only before a space: response.json stays whole); a
+# phrase inside it ends at a stopword or an intent verb.
+_CLAUSE = re.compile(r"[,;:!?()\[\]{}\"`<>|]|\.(?=\s|$)")
+# Words that ask for one more member of a category ("a new response class", "another hook",
+# "a custom middleware"): new work, not the category entry. "custom" and "own" also describe
+# a kind ("custom exception handlers": the feature), so they count only after "a"/"an".
+INSTANCE_WORDS = frozenset({"new", "another", "additional", "extra"})
+KIND_WORDS = frozenset({"custom", "own"})
+INDEFINITE = frozenset({"a", "an"})
+
+
+def dnr_eligible(kind: str | None, attrs: dict | None) -> bool:
+    """May this item be a DO-NOT-REBUILD? An inventory entry always; a record only once
+    confirmed (attrs {"state": "confirmed"}), so a pending capture never claims to exist."""
+    kind = (kind or "").lower()
+    return kind in DNR_KINDS or (kind in RECORD_KINDS and (attrs or {}).get("state") in CONFIRMED_STATES)
+
+
+def stem(token: str) -> str:
+    """A light suffix stemmer so "proxies" meets "proxy" and "hooks" "hook" when matching a
+    prompt against an item (the index's porter stemmer already does this for df)."""
+    if len(token) > 4 and token.endswith("ies"):
+        token = token[:-3] + "y"
+    elif len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        token = token[:-1]
+    for suffix in ("ing", "ed"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            token = token[:-len(suffix)]
+            break
+    return token[:-1] if len(token) > 4 and token.endswith("e") else token
 
 
 class InjectResult:
@@ -43,98 +118,418 @@ class InjectResult:
         self.problems = list(problems)
 
 
+_COLUMNS = "id, source, path, line_start, line_end, kind, title, content, signal_weight, created_ns, attrs"
+
+
 def _candidates(conn, toks, sources):
-    hits = fts.bm25(conn, toks, limit=CANDIDATES, sources=sources)
+    """Lineage candidates: BM25 over the curated sources, minus index files and inventory
+    entries (those have their own leg)."""
+    hits = fts.bm25(conn, toks, limit=CANDIDATES * 2, sources=sources)
     if not hits:
         return []
     ids = [h[0] for h in hits]
-    rows = conn.execute(
-        f"SELECT id, source, path, line_start, line_end, kind, title, content, signal_weight, created_ns "
-        f"FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
     by_id = {r[0]: r for r in rows}
-    return [(by_id[i], score) for i, score in hits if i in by_id]
+    out = [(by_id[i], score) for i, score in hits
+           if i in by_id and (by_id[i][5] or "") not in NEVER_OFFERED and (by_id[i][5] or "") not in DNR_KINDS]
+    return out[:CANDIDATES]
 
 
-def relevance(prompt_toks, chunk_row, idf) -> dict:
-    """The gate arithmetic for one candidate."""
-    _id, source, path, _ls, _le, kind, title, content, _w, _c = chunk_row
-    words = set(fts.tokens(f"{title or ''} {content} {path}", min_len=1, limit=100_000))
-    matched = [t for t in prompt_toks if t in words]
+def _entries(conn) -> list[tuple]:
+    """Every DO-NOT-REBUILD-eligible item: the inventory is tens of entries, read through the
+    (source, path) index, so it is scored whole instead of ranked."""
+    kinds = sorted(DNR_KINDS | RECORD_KINDS)
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM chunks WHERE source IN ({','.join('?' * len(DNR_SOURCES))}) "
+        f"AND kind IN ({','.join('?' * len(kinds))}) ORDER BY id", (*DNR_SOURCES, *kinds)).fetchall()
+    return [r for r in rows if dnr_eligible(r[5], _attrs(r))]
+
+
+def _attrs(row) -> dict:
+    try:
+        value = json.loads(row[10]) if row[10] else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _words(text: str) -> set[str]:
+    """Stemmed words of an item; CamelCase names also give their parts (DigestAuth: digest, auth)."""
+    return {stem(t) for t in fts.tokens(f"{text} {_CAMEL.sub(' ', text)}", min_len=2, limit=100_000)}
+
+
+def item_text(row) -> str:
+    """What an item says: title, content, path and attributes (an entry's description,
+    aliases and `path:` among them)."""
+    _id, source, path, _ls, _le, kind, title, content, _w, _c, attrs = row
+    return f"{title or ''} {content} {path} {attrs or ''}"
+
+
+class Entry:
+    """An inventory entry read once per prompt: its row and stemmed words; its listed
+    identifiers are read only for an entry sharing enough words to pass (the hook's budget)."""
+
+    __slots__ = ("row", "words", "_idents")
+
+    def __init__(self, row):
+        self.row, self.words, self._idents = row, _words(item_text(row)), None
+
+    @property
+    def idents(self) -> dict[str, list[str]]:
+        if self._idents is None:
+            self._idents = identifiers(item_text(self.row))
+        return self._idents
+
+
+def relevance(prompt_toks, chunk_row, idf, words: set[str] | None = None) -> dict:
+    """The gate arithmetic for one candidate: prompt tokens found in the item (stemmed on
+    both sides), their summed IDF and the largest."""
+    _id = chunk_row[0]
+    words = _words(item_text(chunk_row)) if words is None else words
+    matched = [t for t in prompt_toks if stem(t) in words]
     return {"chunk_id": _id, "matched": len(matched), "matched_tokens": matched,
-            "idf_sum": round(sum(idf[t] for t in matched), 3),
-            "max_idf": round(max((idf[t] for t in matched), default=0.0), 3)}
+            "idf_sum": round(sum(idf.get(t, 0.0) for t in matched), 3),
+            "max_idf": round(max((idf.get(t, 0.0) for t in matched), default=0.0), 3)}
+
+
+def entry_name(row) -> str:
+    attrs = _attrs(row)
+    return str(attrs.get("name") or row[6] or row[2])
+
+
+def _names(prompt_stems: set[str], name: str) -> float:
+    """Share of a name's words the prompt says, a word also said by its start ("auth" for
+    authentication, "config" for configuration: how developers abbreviate)."""
+    toks = {stem(t) for t in fts.tokens(name, min_len=2)}
+    if not toks:
+        return 0.0
+    said = {t for t in toks if t in prompt_stems
+            or any(len(p) >= 4 and t.startswith(p) for p in prompt_stems)}
+    return len(said) / len(toks)
+
+
+def _split(word: str) -> list[str]:
+    """Lowercase parts of one written word: hyphens, underscores, dots and CamelCase split
+    it; a lone letter joins the next part (GZip -> gzip, not g + zip)."""
+    out, carry = [], ""
+    for piece in _PARTS.findall(word):
+        for part in _CAMEL.sub(" ", piece).split():
+            if len(part) == 1 and part.isalpha():
+                carry += part
+                continue
+            out.append((carry + part).lower())
+            carry = ""
+    if carry:
+        out.append(carry.lower())
+    return out
+
+
+def _identifier(raw: str) -> str | None:
+    """`raw` as an identifier (trailing sentence dot dropped), or None for a plain word."""
+    if raw.startswith("-"):
+        return raw if raw.startswith("--") and len(raw) > 2 and raw[2].isalpha() else None
+    if raw.endswith("="):
+        return raw if "." not in raw else None
+    raw = raw.rstrip(".")
+    if "." in raw:  # a dotted name needs two-letter components: e.g is not one
+        return raw if min(len(c) for c in raw.split(".")) >= 2 else None
+    if "_" in raw:
+        return raw if "_" in raw.strip("_") and not raw.endswith("_") else None
+    return raw if _CAMELISH.search(raw) else None
+
+
+def identifiers(text: str) -> dict[str, list[str]]:
+    """Code identifiers in `text`: {normalised form: parts}. The form is lowercase without a
+    keyword `=` or a flag's `--`, so `verify=` in a prompt meets `verify=` in an entry. A
+    dotted name's compound components count on their own too (Jinja2Templates.TemplateResponse
+    lists TemplateResponse)."""
+    out = {}
+    for match in _CANDIDATE.finditer(text):
+        raw = _identifier(match.group(0))
+        if raw is None:
+            continue
+        out[raw.lower().strip("-=")] = _split(raw)
+        if "." in raw:
+            for part in raw.split("."):
+                if _identifier(part) is not None and "." not in part:
+                    out[part.lower()] = _split(part)
+    return out
+
+
+class Said:
+    """What a prompt says, read once per prompt for every entry: the identifiers it writes,
+    its clauses as (part stem, word index) runs, and its words' stems."""
+
+    __slots__ = ("idents", "clauses", "stems")
+
+    def __init__(self, prompt: str):
+        self.idents = identifiers(prompt)
+        self.clauses = []
+        for clause in _CLAUSE.split(prompt):
+            parts = [(stem(p), p, i) for i, word in enumerate(clause.split()) for p in _split(word)]
+            if parts:
+                self.clauses.append(parts)
+        self.stems = {s for clause in self.clauses for s, _p, _i in clause}
+
+
+def _known(part: str, vocab: set[str]) -> bool:
+    """Is this word the entry's? Stemmed equality, or one a 4+ letter start of the other
+    ("auth" and "authentication", "config" and "configuration")."""
+    if part in vocab or part.isdigit():
+        return True
+    return len(part) >= 4 and any(len(v) >= 4 and (v.startswith(part) or part.startswith(v)) for v in vocab)
+
+
+def _same(word: str, part: str) -> bool:
+    """A written word says an identifier's part: the same stem, or one a 4+ letter start of
+    the other (DigestAuth's "auth" in "digest authentication")."""
+    return word == part or (len(word) >= 4 and len(part) >= 4 and (word.startswith(part) or part.startswith(word)))
+
+
+def spelled(said: Said, parts: list[str]) -> bool:
+    """Does the prompt spell a multi-part identifier in words, in order ("digest
+    authentication" for DigestAuth, "follow redirects" for follow_redirects)?"""
+    if len(parts) < 2:
+        return False
+    want = [stem(p) for p in parts]
+    if not any(_same(s, want[0]) for s in said.stems):  # most identifiers: not even begun
+        return False
+    for clause in said.clauses:
+        stems = [s for s, _p, _i in clause]
+        for at in range(len(stems) - len(want) + 1):
+            if all(_same(stems[at + k], w) for k, w in enumerate(want)):
+                return True
+    return False
+
+
+def heads(name: str) -> dict[str, tuple[set[str], bool]]:
+    """The head noun of an entry's name, one per conjunct, with the conjunct's words and
+    whether the head is plural: "built-in middleware" -> middleware ({built, middleware},
+    singular); "TLS verification and CA bundle" -> verification, bundle; "response classes"
+    -> class (plural: a category of many)."""
+    out = {}
+    for conjunct in re.split(r"\band\b|,|&", name):
+        parts = _split(conjunct)
+        if parts:
+            last = parts[-1]
+            out[stem(last)] = ({stem(p) for p in parts if p not in fts.STOPWORDS},
+                               last.endswith("s") and stem(last) != last)
+    return out
+
+
+def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) -> str | None:
+    """Does the prompt ask for a new member of the category the entry names? Where the
+    prompt says the entry's head noun, read the words qualifying it (back to a stopword or an
+    intent verb). A qualifier no inventory entry mentions ("rate limiting middleware",
+    "MessagePack response class") names an instance the inventory does not list; "a new",
+    "another", or "a custom" right after the intent verb ("write a custom middleware") ask
+    for one more — unless the entry is one thing, named in the singular, and the prompt says
+    its whole name ("a new command line client" is that client again). A qualifier this entry lists ("CORS middleware", "signed cookie session
+    middleware") is a listed instance, a re-proposal; one another entry lists ("SOCKS proxy
+    support" beside "HTTP/2 support") is that entry's business. Returns the qualifying
+    words that make it new, or None."""
+    name_stems = {stem(p) for p in _split(name)}
+    for head, (conjunct, plural) in heads(name).items():
+        if head not in said.stems:
+            continue
+        for clause in said.clauses:
+            for at, (s, _p, word) in enumerate(clause):
+                if s != head:
+                    continue
+                run, before, verb = _qualifiers(clause, at, word)
+                unknown = [p for ks, p in run if p not in INSTANCE_WORDS | KIND_WORDS and not _known(ks, inventory)]
+                # "custom" in an entry's text ("custom SSL contexts") names no listed instance
+                specific = [p for ks, p in run if ks not in name_stems and p not in INSTANCE_WORDS | KIND_WORDS
+                            and _known(ks, vocab)]
+                elsewhere = [p for ks, p in run if p not in INSTANCE_WORDS | KIND_WORDS
+                             and ks not in name_stems and not _known(ks, vocab) and _known(ks, inventory)]
+                asks = [p for _ks, p in run if p in INSTANCE_WORDS
+                        or (p in KIND_WORDS and before in INDEFINITE and verb)]
+                # an entry named in the singular is one thing: "a new command line client",
+                # its whole name said, is that thing again, a re-proposal; "a new response
+                # class" is one more of a category named in the plural
+                again = not plural and conjunct <= {ks for ks, _p in run} | {head}
+                if unknown or (asks and not specific and not elsewhere and not again):
+                    return " ".join(p for _s, p in reversed(run))
+    return None
+
+
+def _qualifiers(clause, at: int, word: int) -> tuple[list, str | None, bool]:
+    """The words before clause[at] that qualify it, nearest first, as (stem, word); the word
+    that ended the run; whether an intent verb stands right before that ("write a ...")."""
+    run, before, k = [], None, at - 1
+    compound = {i for _s, _p, i in clause if sum(1 for _x, _y, j in clause if j == i) > 1}
+    while k >= 0 and len(run) < 4:
+        ks, kp, kw = clause[k]
+        if kw != word and kw not in compound and kp in RUN_STOPS and kp not in KIND_WORDS:
+            before = kp
+            break
+        if not (kw in compound and kp in fts.STOPWORDS):  # "built-in": the "in" is no qualifier
+            run.append((ks, kp))
+        k -= 1
+    verb = before is not None and k >= 1 and (clause[k - 1][1] in INTENT_WORDS)
+    return run, before, verb
+
+
+def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: bool,
+                    said: Said | None = None, inventory: set[str] | None = None,
+                    entry: Entry | None = None) -> dict:
+    """Is this inventory entry what the prompt proposes to build? The prompt must name it
+    (every word of its name or of one alias, and one more shared word; or half its name and
+    two more), or share `min_matches` distinctive words with it whose IDF sum reaches
+    `idf_sum_threshold` (REFERENCE §4.4); under MIN_IDF_CORPUS chunks, `min_matches` words. `topic_toks` are the
+    prompt's words minus its intent verbs, one per stem.
+
+    The code identifiers an entry lists (`verify=`, `follow_redirects`, `DigestAuth`) are
+    names of it too: a prompt that writes one, or spells a compound one in words ("digest
+    authentication"), names the entry. A prompt asking for a new member of the entry's
+    category (`new_instance`) does not, whatever else it shares."""
+    said = said or Said(" ".join(topic_toks))
+    entry = entry or Entry(row)
+    attrs = _attrs(row)
+    arith = relevance(topic_toks, row, idf, entry.words)
+    names = [entry_name(row)] + [a.strip() for a in str(attrs.get("aliases", "")).split(",") if a.strip()]
+    cover = max(_names(prompt_stems, n) for n in names)
+    need = icfg["min_matches"]
+    written, spelt = [], []
+    if arith["matched"] >= need:  # fewer shared words cannot pass however it is named
+        listed = entry.idents
+        written = sorted(set(said.idents) & set(listed))
+        spelt = sorted(k for k, parts in listed.items() if k not in written and spelled(said, parts))
+    if written or spelt:
+        cover = max(cover, 1.0)
+    named = (cover >= 1.0 and arith["matched"] >= need) or (cover >= 0.5 and arith["matched"] >= need + 1)
+    # unnamed, both reference gates at once: `min_matches` distinctive words (the DNR gate)
+    # whose IDF sum reaches the lineage threshold
+    distinctive = sum(1 for t in arith["matched_tokens"] if idf.get(t, 0.0) >= icfg["distinctive_idf"])
+    rare = arith["matched"] >= need if small else (
+        distinctive >= need and arith["idf_sum"] >= icfg["idf_sum_threshold"])
+    instance = new_instance(said, entry_name(row), entry.words, entry.words if inventory is None else inventory)
+    arith["distinctive"] = distinctive
+    arith.update({"name": entry_name(row), "name_cover": round(cover, 3), "named": named,
+                  "identifiers": written + spelt, "written": bool(written), "new_instance": instance,
+                  "passed": (named or rare) and instance is None})
+    return arith
 
 
 def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -> InjectResult:
     icfg = cfg["injection"]
     toks = fts.tokens(prompt, min_len=4, limit=MAX_PROMPT_TOKENS)
+    # the entry leg: names are short ("CLI", "TLS", "max"), so three-letter words count; the
+    # intent verb does not; "files" and "file" are one word
+    topic, stems = [], set()
+    for t in fts.tokens(f"{prompt} {_CAMEL.sub(' ', prompt)}", min_len=3, limit=MAX_PROMPT_TOKENS):
+        if t not in INTENT_WORDS and stem(t) not in stems:
+            stems.add(stem(t))
+            topic.append(t)
+    prompt_stems = stems
+    said = Said(prompt)
     detail = {"intent": intent, "tokens": len(toks), "threshold": icfg["idf_sum_threshold"],
               "distinctive_idf": icfg["distinctive_idf"], "min_matches": icfg["min_matches"]}
 
     with trace.span("inject.relevance") as span:
-        # Cheapest first: document frequencies are indexed lookups, a BM25 ranking is not.
-        # Without one distinctive prompt token nothing can pass the gate, so do not retrieve.
         n_docs = fts.chunk_count(conn)
         small = n_docs < MIN_IDF_CORPUS
-        df = {t: fts.doc_freq(conn, t) for t in toks}
+        df = {t: fts.doc_freq(conn, t) for t in dict.fromkeys(toks + topic)}
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
-        # a word no chunk contains is rare but can match nothing: only words in the index count
         present = [t for t in toks if df[t]]
         top_idf = round(max((idf[t] for t in present), default=0.0), 3)
         detail.update({"corpus": n_docs, "small_corpus": small, "max_prompt_idf": top_idf})
         span.update({"memhealth.relevance.threshold": icfg["idf_sum_threshold"],
                      "memhealth.relevance.small_corpus": small,
                      "memhealth.relevance.max_prompt_idf": top_idf})
-        if not small and top_idf < icfg["distinctive_idf"]:
+
+        # Leg 1, what may be DO-NOT-REBUILD: the inventory, scored whole (no ranking needed).
+        t0 = time.perf_counter()
+        entries = _entries(conn) if toks and intent in DNR_INTENTS else []
+        dnr, entry_scored = [], []
+        seen_names = set()
+        # every word the inventory knows: a qualifier none of it mentions names something new
+        profiles = [Entry(r) for r in entries]
+        inventory = set().union(*(e.words for e in profiles))
+        for entry in profiles:
+            row = entry.row
+            arith = entry_relevance(prompt_stems, topic, row, idf, icfg, small, said, inventory, entry)
+            entry_scored.append(arith)
+            if arith["passed"] and arith["name"].lower() not in seen_names:
+                seen_names.add(arith["name"].lower())
+                dnr.append((arith, row))
+        # A prompt asking for a new member of a category the inventory has ("a request-id
+        # middleware") is about that new thing; another entry sharing its incidental words
+        # ("sets a header on every response") is not what it builds. Only an identifier the
+        # entry lists, written out, still names one.
+        instances = [a for a in entry_scored if a["new_instance"]]
+        if instances:
+            detail["new_instance"] = [{"name": a["name"], "words": a["new_instance"]} for a in instances[:MAX_ITEMS]]
+            dnr = [(a, r) for a, r in dnr if a["written"]]
+        dnr.sort(key=lambda s: (not s[0]["written"], not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
+        detail.update({"inventory": len(entries), "dnr_passed": len(dnr)})
+        span.update({"memhealth.relevance.inventory": len(entries), "memhealth.relevance.dnr_passed": len(dnr)})
+        if dnr:
+            detail["dnr"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
+                              "name_cover": a["name_cover"], "identifiers": a["identifiers"]}
+                             for a, _r in dnr[:MAX_ITEMS]]
+
+        # Leg 2, lineage and evidence: BM25 over curated sources, gated by rare words.
+        # Cheapest first: without one distinctive prompt token nothing can pass this gate.
+        scored = []
+        retrieval_ms = (time.perf_counter() - t0) * 1000
+        if dnr or small or top_idf >= icfg["distinctive_idf"]:
+            query = [t for t in present if small or idf[t] >= MIN_QUERY_IDF]
+            t1 = time.perf_counter()
+            with trace.span("memory.search") as search_span:
+                search_span.update({"db.system.name": "sqlite", "db.operation.name": "SELECT",
+                                    "db.collection.name": "chunks_fts", "gen_ai.request.top_k": CANDIDATES,
+                                    "memhealth.search.legs": "bm25", "memhealth.query.tokens": len(query)})
+                candidates = _candidates(conn, query, tuple(icfg["sources"]))
+                search_span.set("memhealth.search.hits", len(candidates))
+            retrieval_ms += (time.perf_counter() - t1) * 1000
+            for row, _score in candidates:
+                arith = relevance(toks, row, idf)
+                arith["passed"] = arith["matched"] >= icfg["min_matches"] and (
+                    small or (arith["idf_sum"] >= icfg["idf_sum_threshold"]
+                              and arith["max_idf"] >= icfg["distinctive_idf"]))
+                scored.append((arith, row))
+        elif not dnr:
             detail["reason"] = "no distinctive token in the prompt" if present else (
                 "no prompt token is in memory" if toks else "no content tokens")
             span.set("memhealth.relevance.passed", 0)
-            return InjectResult("below_relevance", retrieval_ms=0.0, detail=detail)
-        # tokens in most chunks only slow the ranking down; they still count when matching
-        query = [t for t in present if small or idf[t] >= MIN_QUERY_IDF]
-
-        t0 = time.perf_counter()
-        with trace.span("memory.search") as search_span:
-            search_span.update({"db.system.name": "sqlite", "db.operation.name": "SELECT",
-                                "db.collection.name": "chunks_fts", "gen_ai.request.top_k": CANDIDATES,
-                                "memhealth.search.legs": "bm25", "memhealth.query.tokens": len(query)})
-            candidates = _candidates(conn, query, tuple(icfg["sources"]))
-            search_span.set("memhealth.search.hits", len(candidates))
-        retrieval_ms = (time.perf_counter() - t0) * 1000
-        if not candidates:
-            detail["reason"] = "no candidates"
-            span.set("memhealth.relevance.passed", 0)
             return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
 
-        scored = []
-        for row, _score in candidates:
-            arith = relevance(toks, row, idf)
-            ok = arith["matched"] >= icfg["min_matches"] and (
-                small or (arith["idf_sum"] >= icfg["idf_sum_threshold"]
-                          and arith["max_idf"] >= icfg["distinctive_idf"]))
-            arith["passed"] = ok
-            scored.append((arith, row))
         passing = sorted((s for s in scored if s[0]["passed"]), key=lambda s: -s[0]["idf_sum"])
-        best = passing[0][0] if passing else max((s[0] for s in scored), key=lambda a: a["idf_sum"])
-        detail.update({"candidates": len(scored), "passed": len(passing), "matched": best["matched"],
-                       "idf_sum": best["idf_sum"], "max_idf": best["max_idf"]})
-        span.update({"memhealth.relevance.matched": best["matched"],
-                     "memhealth.relevance.idf_sum": best["idf_sum"],
-                     "memhealth.relevance.max_idf": best["max_idf"],
-                     "memhealth.relevance.passed": len(passing)})
-    if not passing:
+        # a doc section speaks on its own only as lineage (decide/investigate, or a decision
+        # record on build intent); otherwise it is evidence under an inventory entry
+        lineage = [s for s in passing if _lineage_allowed(s[1], intent)]
+        pool = entry_scored + [a for a, _r in scored]
+        best = (dnr[0][0] if dnr else (passing[0][0] if passing else
+                max(pool, key=lambda a: a["idf_sum"], default=None)))
+        detail.update({"candidates": len(scored), "passed": len(dnr) + len(lineage)})
+        if best is not None:
+            detail.update({"matched": best["matched"], "idf_sum": best["idf_sum"], "max_idf": best["max_idf"]})
+            span.update({"memhealth.relevance.matched": best["matched"],
+                         "memhealth.relevance.idf_sum": best["idf_sum"],
+                         "memhealth.relevance.max_idf": best["max_idf"]})
+        span.set("memhealth.relevance.passed", len(dnr) + len(lineage))
+    if not dnr and not lineage:
+        if not scored and "reason" not in detail:
+            detail["reason"] = "no candidates"
+        elif "reason" not in detail:
+            # sections passed on build intent: where something is mentioned is not the subsystem
+            detail["reason"] = "no inventory entry named; doc sections are evidence only" if passing \
+                else "below the gate"
         return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
 
+    offered = [(a, r, "dnr", _evidence(a, scored, icfg["min_matches"])) for a, r in dnr[:MAX_DNR]]
+    offered += [(a, r, "thread", []) for a, r in lineage[:MAX_ITEMS * 2]]
     with trace.span("inject.session_cap") as span:
-        chosen = _apply_caps(conn, passing[:MAX_ITEMS * 2], session_id, icfg, intent)
-        span.update({"memhealth.cap.offered": min(len(passing), MAX_ITEMS * 2),
-                     "memhealth.cap.kept": len(chosen)})
+        chosen = _apply_caps(conn, offered, session_id, icfg)
+        span.update({"memhealth.cap.offered": len(offered), "memhealth.cap.kept": len(chosen)})
     if not chosen:
         detail["reason"] = "per-session cap reached"
         return InjectResult("capped", retrieval_ms=retrieval_ms, detail=detail)
 
     text = render(chosen, intent, icfg["max_chars"])
-    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"]} for a, _r, b in chosen]
+    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"]} for a, _r, b, _e in chosen]
     if icfg["mode"] == "off":
         detail["would_inject_chars"] = len(text)
         return InjectResult("suppressed_ablation", retrieval_ms=retrieval_ms, detail=detail)
@@ -142,27 +537,45 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
     return InjectResult("injected", text=text, retrieval_ms=retrieval_ms, detail=detail)
 
 
-def _block(row, intent: str) -> str:
-    """DO-NOT-REBUILD for build intent or an invariant-like item; decision lineage otherwise."""
-    kind = (row[5] or "").lower()
-    return "dnr" if kind in DNR_KINDS or intent == "build" else "thread"
+DNR_INTENTS = frozenset({"build", "decision"})
 
 
-def _apply_caps(conn, passing, session_id, icfg, intent):
+def _lineage_allowed(row, intent: str) -> bool:
+    """Lineage speaks on decide/investigate intent; on build intent only a decision record
+    does (a doc section proposing nothing is evidence, never a block of its own)."""
+    if intent != "build":
+        return True
+    return row[1] == "ledger" or (row[5] or "").lower() in LINEAGE_KINDS
+
+
+def _evidence(entry, scored, min_matches: int) -> list:
+    """Up to MAX_EVIDENCE retrieved sections sharing `min_matches` prompt words, one of them
+    a word of the entry's name: where the subsystem is mentioned (a changelog entry, a doc
+    page), one line each under its block. The entry already passed; these only locate it."""
+    name = {stem(t) for t in fts.tokens(entry["name"], min_len=2)}
+    out = []
+    for arith, row in sorted(scored, key=lambda s: -s[0]["idf_sum"]):
+        if arith["matched"] >= min_matches and name & {stem(t) for t in arith["matched_tokens"]}:
+            out.append(row)
+        if len(out) >= MAX_EVIDENCE:
+            break
+    return out
+
+
+def _apply_caps(conn, offered, session_id, icfg):
     """Keep at most MAX_ITEMS items not yet delivered this session and under their block's
     cap; record the deliveries. No session id disables caps (as in the reference design)."""
     caps = {"dnr": icfg["dnr_cap"], "thread": icfg["thread_cap"]}
+    if session_id is None:
+        return offered[:MAX_ITEMS]
     chosen = []
     now = time.time_ns()
-    if session_id is None:
-        return [(a, r, _block(r, intent)) for a, r in passing[:MAX_ITEMS]]
     with write(conn):
         counts = dict(conn.execute(
             "SELECT key, count FROM deliveries WHERE session_id = ?", (session_id,)).fetchall())
-        for arith, row in passing:
+        for arith, row, block, evidence in offered:
             if len(chosen) >= MAX_ITEMS:
                 break
-            block = _block(row, intent)
             chunk_key = f"chunk:{row[0]}"
             if counts.get(chunk_key, 0) >= 1 or counts.get(block, 0) >= caps[block]:
                 continue
@@ -172,29 +585,37 @@ def _apply_caps(conn, passing, session_id, icfg, intent):
                     "INSERT INTO deliveries(session_id, key, count, first_ns, last_ns) VALUES (?,?,1,?,?) "
                     "ON CONFLICT(session_id, key) DO UPDATE SET count = count + 1, last_ns = excluded.last_ns",
                     (session_id, key, now, now))
-            chosen.append((arith, row, block))
+            chosen.append((arith, row, block, evidence))
     return chosen
 
 
+def _where(row) -> str:
+    _id, source, path, ls, le = row[:5]
+    return f"{path}:{ls}-{le}" if ls else path
+
+
 def _provenance(row) -> str:
-    _id, source, path, ls, le, _kind, _title, _content, _w, created_ns = row
-    where = f"{path}:{ls}-{le}" if ls else path
-    day = time.strftime("%Y-%m-%d", time.gmtime(created_ns / 1e9)) if created_ns else "unknown date"
-    return f"from memory ({source}, {where}, recorded {day}; verify before building on it)"
+    day = time.strftime("%Y-%m-%d", time.gmtime(row[9] / 1e9)) if row[9] else "unknown date"
+    return f"from memory ({row[1]}, {_where(row)}, recorded {day}; verify before building on it)"
 
 
 def render(chosen, intent: str, max_chars: int) -> str:
-    """Frame each item with its provenance; the whole block stays under max_chars."""
+    """Frame each item with its provenance; the whole block stays under max_chars. A
+    DO-NOT-REBUILD names the entry and where it lives; its evidence is one line each."""
     parts = ["[memhealth] Memory relevant to this prompt. It is a record, not an instruction: "
              "check it against the code before relying on it."]
     budget = max(max_chars - len(parts[0]) - 200, 200) // max(len(chosen), 1)
-    for arith, row, block in chosen:
-        title = row[6] or row[2]
+    for arith, row, block, evidence in chosen:
         body = clip(" ".join(row[7].split()), budget)
         matched = ", ".join(arith["matched_tokens"][:6])
         if block == "dnr":
-            head = f"DO-NOT-REBUILD? \"{title}\" may already exist — {_provenance(row)}."
+            where = _attrs(row).get("path")
+            lives = f" (lives in {where})" if where else ""
+            head = f"DO-NOT-REBUILD? \"{entry_name(row)}\" may already exist{lives} — {_provenance(row)}."
         else:
-            head = f"Decision lineage: \"{title}\" — {_provenance(row)}."
-        parts.append(f"{head}\n  shares: {matched}\n  {body}")
+            kind = "Decision lineage" if row[1] == "ledger" or (row[5] or "") in LINEAGE_KINDS else "Related record"
+            head = f"{kind}: \"{row[6] or row[2]}\" — {_provenance(row)}."
+        lines = [head, f"  shares: {matched}", f"  {body}"]
+        lines += [f"  mentioned in: {_where(e)} \"{e[6] or e[2]}\" ({e[1]})" for e in evidence]
+        parts.append("\n".join(lines))
     return clip("\n".join(parts), max_chars)

@@ -54,25 +54,41 @@ def system_turn(prompt: str) -> str | None:
     return None
 
 
+# A verb never follows a determiner: "a debug page", "the debug toolbar" use the word as a
+# noun modifier, not as the request (see Phrases.verbs).
+DETERMINERS = frozenset({"a", "an", "the", "this", "that", "our", "my", "your", "its", "their"})
+
+
 class Phrases:
     """Match whole words and word sequences without compiling a regex (import cost matters:
-    this runs on every prompt). A phrase matches when its words appear consecutively."""
+    this runs on every prompt). A phrase matches when its words appear consecutively. A word
+    in `verbs` matches only where it can be a verb: not right after a determiner."""
 
-    __slots__ = ("words", "phrases")
+    __slots__ = ("words", "phrases", "verbs")
 
-    def __init__(self, items):
+    def __init__(self, items, verbs=()):
         self.words = frozenset(p for p in items if " " not in p)
         self.phrases = tuple(sorted((p for p in items if " " in p), key=len, reverse=True))
+        self.verbs = frozenset(verbs)
 
     def search(self, padded: str, words: set) -> str | None:
         for phrase in self.phrases:
             if f" {phrase} " in padded:
                 return phrase
-        hit = self.words & words
+        hit = {w for w in self.words & words if w not in self.verbs or self._as_verb(padded, w)}
         if hit:
             # the earliest in the prompt, so the recorded match is the one a reader sees first
             return min(hit, key=lambda w: padded.find(f" {w} "))
         return None
+
+    @staticmethod
+    def _as_verb(padded: str, word: str) -> bool:
+        at = padded.find(f" {word} ")
+        while at >= 0:
+            if padded[:at].rsplit(" ", 1)[-1] not in DETERMINERS:
+                return True
+            at = padded.find(f" {word} ", at + 1)
+        return False
 
 
 # Punctuation becomes a space; letters, digits and in-word hyphens stay ("double-down").
@@ -91,7 +107,7 @@ BUILD = Phrases([
     "develop", "developing", "write", "writing", "wire", "wire up", "wiring", "refactor",
     "refactoring", "introduce", "introducing", "propose", "proposing", "spec", "draft",
     "drafting", "we could", "what if we", "i think we need", "we need to add", "rewrite",
-    "scaffold", "set up", "port",
+    "scaffold", "set up", "port", "integrate", "integrating",
 ])
 BUILD_VETO = Phrases([
     "was built", "were built", "already built", "already implemented", "was implemented",
@@ -103,7 +119,7 @@ INVESTIGATION = Phrases([
     "explore", "look at the", "look into", "looking into", "why does", "why do", "why is",
     "why are", "what causes", "find out", "figure out", "dig into", "deep dive", "debug",
     "root cause",
-])
+], verbs=("debug",))  # "debug this" asks to investigate; "add a debug page" asks to build
 DECISION = Phrases([
     "should we", "should i", "double down", "double-down", "step back", "step-back",
     "do we pivot", "pivot", "or keep going", "or should we", "decision lineage",

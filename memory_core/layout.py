@@ -11,3 +11,5 @@ DB_NAME = "memory.db"
 CONFIG_NAME = "config.toml"
 SPILL_NAME = "spill.ndjson"  # rows a process could not write to the store wait here
 MEMORY_DIR = "memory"        # .memhealth/memory/: memory files the project keeps
+RECORDS_DIR = "records"      # .memhealth/memory/records/: confirmed anti-recurrence records
+LEDGERS_DIR = "ledgers"      # .memhealth/ledgers/: append-only ledgers (decisions.ndjson)

@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+# Keys more than one layer reads (the rest belong to the module that writes them).
+TRANSCRIPT_DIR = "last_transcript_dir"  # the directory a hook saw Claude Code's transcript in
+
 
 def get_meta(conn, key: str, default: str | None = None) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -212,3 +212,67 @@ def insert_degradation(conn, component: str, reason: str, detail: str = "") -> N
     conn.execute("INSERT INTO degradations(ts_ns, component, reason, detail, pid) VALUES (?,?,?,?,?)",
                  (time.time_ns(), component, reason, detail[:500], os.getpid()))
     bump(conn, "memhealth_degradations_total", {"component": component, "reason": reason})
+
+
+# -- bounds ----------------------------------------------------------------------------------
+
+DEFAULT_MAX_ROWS = 20_000
+EXPORT_WATERMARK_KEY = "export.spans.last_id"  # the exporter's acknowledged high-water mark
+_PRUNE_BATCH = 5000
+_PRUNE_MAX_ROWS = 50_000  # per call: a first prune of a huge outbox spreads over a few gate runs
+
+
+def prune_spans(conn, max_age_days: float, max_rows: int, now_ns: int | None = None) -> dict:
+    """Bound the span outbox: drop rows older than `max_age_days` and all but the newest
+    `max_rows`; return {"retention": n, "max_rows": n}: per bound, the dropped rows the
+    exporter never acknowledged (with no exporter, every dropped row).
+
+    Cheap when there is nothing to do (three index lookups, no write). Deletes are rowid
+    ranges from the oldest id: spans are only ever appended. The newest row is always kept
+    (ids are rowids; an emptied table would hand out ids below the exporter's watermark).
+    Rows the exporter never acknowledged are counted in memhealth_outbox_dropped_spans_total.
+    One call deletes at most ~50,000 rows by the row bound and walks by age for at most 0.5 s
+    (~50 ms and a short write lock, on the session-start path); the rest goes next time."""
+    now_ns = now_ns or time.time_ns()
+    cutoff = now_ns - int(max_age_days * 86400e9)
+    first = conn.execute("SELECT id, end_ns FROM spans ORDER BY id LIMIT 1").fetchone()
+    if first is None:
+        return {"retention": 0, "max_rows": 0}
+    (newest,) = conn.execute("SELECT max(id) FROM spans").fetchone()
+    # ids only grow and deletes take the front, so max - min + 1 bounds the row count
+    # without a full count(*) scan; gaps only make it keep fewer rows than allowed
+    row_bound = newest - max(int(max_rows), 1)
+    if first[1] >= cutoff and first[0] > row_bound:
+        return {"retention": 0, "max_rows": 0}
+    from memory_core.meta import get_meta
+
+    try:
+        exported = int(get_meta(conn, EXPORT_WATERMARK_KEY) or 0)
+    except ValueError:
+        exported = 0
+    dropped = {"retention": 0, "max_rows": 0}
+    with write(conn):
+        if first[0] <= row_bound:
+            row_bound = min(row_bound, first[0] + _PRUNE_MAX_ROWS - 1)
+            (n_new,) = conn.execute("SELECT count(*) FROM spans WHERE id <= ? AND id > ?",
+                                    (row_bound, exported)).fetchone()
+            conn.execute("DELETE FROM spans WHERE id <= ?", (row_bound,))
+            dropped["max_rows"] = n_new
+        deadline = time.monotonic() + 0.5  # a bounded walk; what is left goes next time
+        while time.monotonic() < deadline:
+            rows = conn.execute("SELECT id, end_ns FROM spans WHERE id < ? ORDER BY id LIMIT ?",
+                                (newest, _PRUNE_BATCH)).fetchall()
+            old = []
+            for row_id, end_ns in rows:
+                if end_ns >= cutoff:
+                    break
+                old.append(row_id)
+            if old:
+                conn.execute("DELETE FROM spans WHERE id BETWEEN ? AND ?", (old[0], old[-1]))
+                dropped["retention"] += sum(1 for i in old if i > exported)
+            if len(old) < _PRUNE_BATCH:
+                break
+        for reason, n in dropped.items():
+            if n:
+                bump(conn, "memhealth_outbox_dropped_spans_total", {"reason": reason}, n)
+    return dropped

@@ -81,3 +81,14 @@ def session_render(conn, source: str | None = None) -> str:
         lines.append(f"{heading}:")
         lines.extend(_item(*row) for row in rows)
     return "\n".join(lines)
+
+
+def render_inputs(conn) -> list[str]:
+    """What session_render is built from, as it would print it: each section's selected
+    items (pinned, decisions, feedback, the resume anchor). The render-novelty check hashes
+    this: an unchanged render is correct when these did not change, whatever else moved."""
+    out = []
+    for heading, sql, limit in SECTIONS:
+        out.append(heading)
+        out.extend(_item(*row) for row in conn.execute(sql, (limit,)).fetchall())
+    return out

@@ -201,7 +201,56 @@ CREATE TABLE alert_decisions (
 );
 CREATE INDEX alert_decisions_by_route ON alert_decisions(route, ts_ns);
 """),
-    (2, "cue-anchored delivery", """
+    (2, "capture: session boundaries, the worker lease, candidates awaiting triage", """
+-- one row per SessionEnd: the transcript bytes the session wrote, captured by a detached
+-- worker (or the next SessionStart / `memhealth ingest` when the worker did not finish)
+CREATE TABLE capture_work (
+    id           INTEGER PRIMARY KEY,
+    session_id   TEXT,
+    transcript   TEXT NOT NULL,       -- absolute path
+    start_offset INTEGER NOT NULL,    -- the capture watermark when the session ended
+    end_offset   INTEGER NOT NULL,    -- the file size when the session ended
+    created_ns   INTEGER NOT NULL,
+    status       TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    done_ns      INTEGER,
+    detail       TEXT
+);
+CREATE INDEX capture_work_pending ON capture_work(created_ns) WHERE status = 'pending';
+
+-- leases: one holder at a time per name (pid + expiry; a dead pid or a passed expiry frees it)
+CREATE TABLE leases (
+    name       TEXT PRIMARY KEY,
+    pid        INTEGER NOT NULL,
+    token      TEXT NOT NULL,
+    expires_ns INTEGER NOT NULL
+);
+
+-- candidates proposed by extraction; triage confirms (a memory file), rejects (kept, so the
+-- statement is never proposed again), retitles or merges them
+CREATE TABLE capture_candidates (
+    id          INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL,        -- decision | dead_end | correction
+    statement   TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    norm        TEXT NOT NULL,        -- normalized statement: the never-again key
+    transcript  TEXT NOT NULL,
+    line        INTEGER NOT NULL,
+    session_id  TEXT,
+    ts          TEXT,
+    role        TEXT,                 -- human | assistant
+    origin      TEXT NOT NULL DEFAULT 'pattern',   -- pattern | llm (which pass proposed it)
+    state       TEXT NOT NULL DEFAULT 'pending',   -- pending | confirmed | rejected | merged
+    merged_into INTEGER,
+    record_path TEXT,                 -- the memory file a confirmed record lives in
+    created_ns  INTEGER NOT NULL,
+    decided_ns  INTEGER
+);
+CREATE UNIQUE INDEX capture_candidates_origin ON capture_candidates(transcript, line, norm);
+CREATE INDEX capture_candidates_norm ON capture_candidates(norm);
+CREATE INDEX capture_candidates_state ON capture_candidates(state, id);
+"""),
+    (3, "cue-anchored delivery", """
 -- one row per memory file: what a cue delivers, compiled at ingest (the hook never reads files)
 CREATE TABLE memory_items (
     id          INTEGER PRIMARY KEY,
@@ -314,7 +363,7 @@ def ensure_schema(conn) -> int:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
         conn.execute("COMMIT")
-    except BaseException:
+    except BaseException:  # re-raised: whatever stopped the migration, nothing half-applied stays
         conn.execute("ROLLBACK")
         raise
     return version

@@ -5,6 +5,7 @@ budget policy.
     verdict = gate.run(evidence)          # every check, each a small function
     print(verdict.text())                 # MEMORY-HEALTH: 11/11 GREEN
 
-Depends on `memory_core` (and the stdlib-only `telemetry.catalog` data) only. Import-light: the session-start hook
-runs the gate; httpx is imported only when embeddings are configured.
+Depends on `memory_core` and the stdlib-only data in `telemetry.catalog` and `telemetry.slo`. Import-light: the session-start hook
+runs the gate; the embedding probe speaks plain http through memory_core.http (httpx only
+for an https:// URL), and only when embeddings are configured.
 """

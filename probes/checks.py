@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 
-from memory_core.db import write
+from memory_core.db import sqlite3, write
 from memory_core.meta import set_meta
 from memory_core.vectors import vector_count
-from probes.result import CheckResult, ago, green, note, red
+from probes.result import OPERATOR, CheckResult, ago, green, note, red
+from telemetry.slo import EXPORT_MAX_LAG_S  # shared with the MemhealthExporterDown rule
 
 MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
 MEMORY_MAX_BYTES = 90_000
 ANCHOR_MAX_AGE_S = 7 * 86400
-EXPORT_MAX_LAG_S = 3600.0  # an exporter that ran before must keep the backlog younger than this
 FTS_FULL_CHECK_MAX_CHUNKS = 200_000  # above this, parity counts stand in for the full scan
 
 DAY = 86400.0
@@ -35,8 +36,10 @@ def _days(cfg_value: float) -> str:
 def ingest_freshness(ev) -> CheckResult:
     """RED when ingestion never ran, or a source's newest watermark is older than the budget
     measured against the latest session activity (an idle project is not stale)."""
+    # path '*' is the per-source run marker every ingest writes, files or not: a source with
+    # only that row had nothing to read, and is not reported as "fresh"
     rows = ev.conn.execute(
-        "SELECT source, max(updated_ns), count(*) FROM watermarks GROUP BY source ORDER BY source"
+        "SELECT source, max(updated_ns), sum(path != '*') FROM watermarks GROUP BY source ORDER BY source"
     ).fetchall()
     if not rows:
         return red("ingestion never ran (no watermarks)", "memhealth ingest")
@@ -57,7 +60,11 @@ def ingest_freshness(ev) -> CheckResult:
         return red(f"stale ingest: {', '.join(stale)} (budget {_days(ev.cfg['gate']['ingest_max_age_days'])})",
                    "memhealth ingest " + " ".join(s.split()[0] for s in stale)
                    + "; if it errors, see `memhealth report`")
-    detail = f"{len(rows)} source(s) fresh: " + ", ".join(r[0] for r in rows)
+    fresh = [r[0] for r in rows if r[2]]
+    empty = [r[0] for r in rows if not r[2]]
+    detail = f"{len(fresh)} source(s) fresh: " + (", ".join(fresh) or "none")
+    if empty:
+        detail += f"; nothing found to ingest: {', '.join(empty)}"
     if idle:
         detail += f" (idle since the last session: {', '.join(idle)})"
     return green(detail)
@@ -83,7 +90,8 @@ def vector_coverage(ev) -> CheckResult:
     emb = ev.cfg["embedding"]
     if not emb["url"]:
         return note("embeddings not configured: search is BM25-only",
-                    fix='set [embedding].url (e.g. "http://127.0.0.1:11434") to add the vector leg')
+                    fix='set [embedding].url (e.g. "http://127.0.0.1:11434") to add the vector leg',
+                    audience=OPERATOR)
     from memory_core.db import load_vec, vec_unavailable_reason
 
     reason = "" if load_vec(ev.conn) else (vec_unavailable_reason() or "sqlite-vec failed to load")
@@ -94,8 +102,8 @@ def vector_coverage(ev) -> CheckResult:
     width = vec_table_width(ev.conn)
     if width is not None and width != emb["dim"]:
         return red(f"chunks_vec holds {width}-d vectors but [embedding].dim = {emb['dim']}",
-                   f"set [embedding].dim = {width} back, or re-embed every chunk for the new "
-                   "model with `memhealth embed` after dropping the old vectors")
+                   f"set [embedding].dim = {width} back in .memhealth/config.toml, or keep the new "
+                   "model and re-embed every chunk at its width with `memhealth embed --rebuild`")
     (chunks,) = ev.conn.execute("SELECT count(*) FROM chunks").fetchone()
     if not chunks:
         return green("no chunks yet: nothing to embed")
@@ -117,7 +125,7 @@ def capture_pending(ev) -> int:
         try:
             return ev.conn.execute(
                 "SELECT count(*) FROM capture_queue WHERE status = 'pending'").fetchone()[0]
-        except Exception:
+        except sqlite3.OperationalError:  # an older queue without a status column
             return ev.conn.execute("SELECT count(*) FROM capture_queue").fetchone()[0]
     raw = ev.meta("capture.pending")
     try:
@@ -131,11 +139,19 @@ def capture_queue(ev) -> CheckResult:
     pending = capture_pending(ev)
     limit = ev.cfg["gate"]["capture_queue_max"]
     if pending > limit:
-        return red(f"{pending} capture items pending (max {limit})", "memhealth triage")
+        # memhealth queues no captures itself: the pipeline that does keeps this count
+        return red(f"{pending} capture items pending (max {limit})",
+                   "triage the pending items in the capture pipeline that queues them (it keeps "
+                   "the `capture_queue` table or meta `capture.pending`); the next gate re-reads the count")
     return green(f"{pending} pending")
 
 
 # -- 5 ---------------------------------------------------------------------------------------
+
+# `memhealth ingest` does not build lineage: the builder that writes the stamps must run
+LINEAGE_FIX = ("re-run the decision-lineage builder that stamps meta `lineage.built_ns` and "
+               "`lineage.source_ns` (`memhealth ingest` does not rebuild lineage)")
+
 
 def lineage_freshness(ev) -> CheckResult:
     """RED when decision lineage was last built before its records changed, and the change
@@ -148,15 +164,14 @@ def lineage_freshness(ev) -> CheckResult:
         built_ns = int(built) if built is not None else 0
         source_ns = int(source)
     except ValueError:
-        return red(f"lineage stamps are not integers ({built!r}, {source!r})",
-                   "memhealth ingest (rebuilds decision lineage and its stamps)")
+        return red(f"lineage stamps are not integers ({built!r}, {source!r})", LINEAGE_FIX)
     if source_ns <= built_ns:
         return green(f"decision lineage current (built {ago((ev.now_ns - built_ns) / 1e9)} ago)")
     lag_s = (ev.now_ns - source_ns) / 1e9
     budget = ev.cfg["gate"]["ingest_max_age_days"]
     if lag_s > budget * DAY:
         return red(f"decision lineage is behind its records by {ago(lag_s)} (budget {_days(budget)})",
-                   "memhealth ingest (rebuilds decision lineage)")
+                   LINEAGE_FIX)
     return green(f"decision lineage rebuild pending ({ago(lag_s)})")
 
 
@@ -173,7 +188,7 @@ def index_integrity(ev) -> CheckResult:
     conn = ev.conn
     problems = []
     (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-    fts_fix = "sqlite3 .memhealth/memory.db \"INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')\""
+    fts_fix = f"sqlite3 {shlex.quote(ev.db_path)} \"INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')\""
     if ev.has_table("chunks_fts_docsize"):
         (indexed,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
         if indexed != chunks:
@@ -181,7 +196,7 @@ def index_integrity(ev) -> CheckResult:
     vectors = vector_count(ev.conn)
     if vectors is not None and vectors > chunks:
         problems.append((f"{vectors - chunks} more vectors than chunks (vectors of deleted chunks)",
-                         "memhealth embed --rebuild (re-syncs vectors with chunks)"))
+                         "memhealth embed (removes the vectors of deleted chunks, then backfills)"))
     last_full = ev.meta(FULL_CHECK_KEY)
     full_age_s = (ev.now_ns - int(last_full)) / 1e9 if last_full and last_full.isdigit() else None
     full = not problems and (full_age_s is None or not 0 <= full_age_s < FULL_CHECK_EVERY_S)
@@ -195,7 +210,7 @@ def index_integrity(ev) -> CheckResult:
             try:
                 # rank 1: compare the index with the external content table, not only itself
                 conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
-            except Exception as exc:
+            except sqlite3.Error as exc:  # the check reports corruption as a DatabaseError
                 problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
         if not problems:
             try:
@@ -239,7 +254,8 @@ def memory_files(ev) -> CheckResult:
     found = [p for p in memory_index_paths(ev) if os.path.isfile(p)]
     if not found:
         return note("no MEMORY.md index (looked in the project root, .memhealth/memory, "
-                    ".claude/memory, [ingest].memory)", fix="create MEMORY.md: one line per memory, a `## LATEST` resume anchor")
+                    ".claude/memory, [ingest].memory)", fix="create MEMORY.md: one line per memory, a `## LATEST` resume anchor",
+                    audience=OPERATOR)
     reds, notes, details = [], [], []
     activity = ev.last_activity_ns()
     for path in found:
@@ -300,13 +316,18 @@ def integrations(ev) -> CheckResult:
     if webhook:
         configured.append("alert webhook")
         window_ns = int(ev.cfg["alerts"]["window_h"] * 3600e9)
+        # past deliveries: an acknowledgement (`memhealth gate --ack integrations`) clears
+        # the failures up to it, so a repaired receiver need not wait for the window to pass
+        since = max(ev.now_ns - window_ns, ev.acked_ns("integrations") + 1)
         row = ev.conn.execute(
             "SELECT count(*), max(ts_ns), detail FROM degradations WHERE component IN "
-            "('alerts', 'webhook', 'alert_webhook') AND ts_ns >= ?", (ev.now_ns - window_ns,)).fetchone()
+            "('alerts', 'webhook', 'alert_webhook') AND ts_ns >= ? AND ts_ns <= ?",
+            (since, ev.now_ns)).fetchone()
         if row[0]:
-            reds.append((f"alert webhook failed {row[0]} time(s) in {ev.cfg['alerts']['window_h']:g} h "
-                         f"(last: {(row[2] or '')[:120]})",
-                         "check [alerts].webhook_url and that the receiver answers"))
+            reds.append((f"alert webhook failed {row[0]} time(s) in {ev.cfg['alerts']['window_h']:g} h, "
+                         f"last {ago((ev.now_ns - row[1]) / 1e9)} ago ({(row[2] or '')[:120]})",
+                         "check [alerts].webhook_url and that the receiver answers; once it does, "
+                         "`memhealth gate --ack integrations` acknowledges the past failures"))
     else:
         notes.append("alert webhook not configured ([alerts].webhook_url)")
     if ev.cfg.get("ingest", {}).get("git"):
@@ -327,9 +348,29 @@ def integrations(ev) -> CheckResult:
 EXPORT_WATERMARK = "export.spans.last_id"  # written by telemetry.export after each batch
 
 
+def exporter_configured(ev) -> str | None:
+    """How an OTLP exporter is configured, or None: [telemetry].otlp_endpoint, an
+    OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT in the environment, or an exporter that ran before
+    (`memhealth serve` / `export --once` left its watermark)."""
+    if ev.cfg.get("telemetry", {}).get("otlp_endpoint", "").strip():
+        return "[telemetry].otlp_endpoint"
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        if os.environ.get(name, "").strip():
+            return name
+    if ev.meta(EXPORT_WATERMARK) is not None:
+        return "an exporter that ran before"
+    return None
+
+
 def telemetry_pipeline(ev) -> CheckResult:
-    """NOTE when no exporter ever ran; RED when one ran before and the oldest span still in
-    the outbox is older than the export lag budget (the collector or exporter is down)."""
+    """Speaks only when an exporter is configured and failing: RED when the oldest span
+    still waiting is older than the export lag budget. With no exporter the outbox is
+    bounded by age and rows (pruned by the gate) and this check is GREEN."""
+    tel = ev.cfg.get("telemetry", {})
+    bounds = f"bounded to {tel.get('retention_days', 14.0):g} d / {tel.get('outbox_max_rows', 20000)} spans"
+    how = exporter_configured(ev)
+    if how is None:
+        return green(f"no exporter configured: the span outbox is kept locally, {bounds}")
     last = ev.meta(EXPORT_WATERMARK)
     try:
         last_id = int(last) if last is not None else 0
@@ -337,19 +378,19 @@ def telemetry_pipeline(ev) -> CheckResult:
         last_id = 0
     backlog, oldest = ev.conn.execute(
         "SELECT count(*), min(end_ns) FROM spans WHERE id > ?", (last_id,)).fetchone()
-    if last is None:
-        return note(f"no exporter has run: {backlog} span(s) wait in the outbox (nothing is lost)",
-                    fix="run `memhealth serve` or `memhealth export --once` to ship them")
     if not backlog:
-        return green("outbox empty: the exporter is caught up")
+        return green(f"outbox empty: the exporter ({how}) is caught up")
     age_s = (ev.now_ns - oldest) / 1e9
     budget_s = max(EXPORT_MAX_LAG_S, 4 * ev.cfg.get("serve", {}).get("export_interval_s", 15.0))
     if age_s > budget_s:
-        return red(f"exporter behind: {backlog} span(s) in the outbox, oldest {ago(age_s)} old "
-                   f"(budget {ago(budget_s)})",
-                   "start `memhealth serve` (or run `memhealth export --once`) and check the OTLP "
-                   "collector it points at")
-    return green(f"{backlog} span(s) queued, oldest {ago(age_s)} old")
+        error = (ev.meta("export.last_error") or "").strip()
+        state = "the exporter never ran" if last is None else (
+            f"last export error: {error[:160]}" if error else "the exporter is not running")
+        return red(f"exporter behind ({how}): {backlog} span(s) in the outbox, oldest {ago(age_s)} old "
+                   f"(budget {ago(budget_s)}); {state}",
+                   "check the OTLP collector the exporter points at, then run `memhealth export --once` "
+                   "(a running memhealth serve also ships the backlog on its own)")
+    return green(f"{backlog} span(s) queued for the exporter ({how}), oldest {ago(age_s)} old; {bounds}")
 
 
 # -- cue-anchored delivery ---------------------------------------------------------------------
@@ -367,9 +408,10 @@ def cue_delivery(ev) -> CheckResult:
     conn = ev.conn
     reds: list[tuple[str, str]] = []
     details: list[str] = []
+    acked = ev.acked_ns("cue_delivery")  # both findings are about past events
     last = conn.execute(
         "SELECT trace_id, ts_ns, session_id FROM cue_audit WHERE event = 'session-start' AND trigger = 'pinned' "
-        "AND detail = 'pinned at compact' ORDER BY id DESC LIMIT 1").fetchone()
+        "AND detail = 'pinned at compact' AND ts_ns > ? ORDER BY id DESC LIMIT 1", (acked,)).fetchone()
     if last is not None:
         trace_id, ts_ns, session = last
         counts = dict(conn.execute(
@@ -388,8 +430,10 @@ def cue_delivery(ev) -> CheckResult:
             skipped = ", ".join(f"{n} {r}" for r, n in sorted(counts.items()) if r not in ("fired", "no_match"))
             reds.append((f"the last compaction's SessionStart ({when} ago, session {(session or '-')[:12]}) "
                          f"delivered {delivered} of {existed} pinned items" + (f" ({skipped})" if skipped else ""),
-                         f"shorten or unpin items (`memhealth cues`); `memhealth cues audit --session "
-                         f"{session or 'ID'}` shows what was skipped"))
+                         "shorten or unpin pinned items so they fit the session-start budget (`memhealth cues` "
+                         "lists them; set `pinned: false` in a file, then `memhealth ingest memory`; or "
+                         "`memhealth forget ID`); to accept what that compaction dropped: "
+                         "`memhealth gate --ack cue_delivery`"))
         else:
             details.append(f"last compaction {when} ago: {delivered}/{existed} pinned items delivered")
     since = ev.meta("cues.since_ns")
@@ -397,7 +441,7 @@ def cue_delivery(ev) -> CheckResult:
         since_ns = int(since) if since else 0
     except ValueError:
         since_ns = 0
-    cutoff = max(ev.now_ns - int(CUE_WINDOW_S * 1e9), since_ns)
+    cutoff = max(ev.now_ns - int(CUE_WINDOW_S * 1e9), since_ns, acked + 1)
     total, missing = conn.execute(
         "SELECT count(*), coalesce(sum(NOT EXISTS (SELECT 1 FROM cue_audit a WHERE a.trace_id = h.trace_id)), 0) "
         "FROM heartbeats h WHERE h.hook = 'pre-tool' AND h.started_ns >= ? AND h.outcome = 'ok'",
@@ -405,8 +449,9 @@ def cue_delivery(ev) -> CheckResult:
     if missing >= CUE_MISSING_MIN and missing > CUE_MISSING_SHARE * total:
         reds.append((f"cues stopped being evaluated: {missing} of {total} tool calls in the last "
                      f"{ago(CUE_WINDOW_S)} left no cue audit row",
-                     "run a tool hook by hand (`memhealth hook pre-tool` with a payload) and read its "
-                     "stderr; `memhealth cues audit` shows the last evaluation"))
+                     "`memhealth cues audit` shows the last evaluation; the hook's stderr (and its "
+                     "heartbeat detail in `memhealth report`) says why; once tool calls are evaluated "
+                     "again: `memhealth gate --ack cue_delivery`"))
     elif total:
         details.append(f"cues evaluated on {total - missing}/{total} tool calls in the last {ago(CUE_WINDOW_S)}")
     if reds:

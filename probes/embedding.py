@@ -14,7 +14,9 @@ Sequence (REFERENCE §4.2, §7; one request when healthy, where the reference ma
      answer → unreachable; wrong width → dimension_mismatch.
   3. No answer within timeout_s → one warm-up retry within warmup_timeout_s (clamped to the
      caller's deadline). Retry OK → GREEN, state cold, "warmed in X.X s". Both time out →
-     wedged.
+     wedged, but only when the retry waited the full warmup_timeout_s: a retry the hook's
+     budget cut short cannot tell a model still loading from a dead server, so it is a
+     NOTE, state cold, "cold or wedged, undecided" (`memhealth gate` waits the full warm-up).
 Worst case: connect + timeout_s + warm-up + connect, whatever the server does.
 """
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 import re
 import time
 
-from probes.result import CheckResult
+from probes.result import CheckResult, duration
 
 STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
           "fallback_mismatch", "not_configured")
@@ -33,6 +35,7 @@ _WIDTH = re.compile(r"returned (\d+)-dim")
 
 FIX_START = "start Ollama (`ollama serve`) or point [embedding].url at it ({url})"
 FIX_WEDGED = "check `ollama ps`, GPU/RAM pressure and the Ollama server log; restart Ollama"
+FIX_UNDECIDED = "run `memhealth gate`: it waits the full warm-up ([embedding].warmup_timeout_s) and decides"
 
 
 def _result(status, detail, fix, state, t0, warmup_s=0.0) -> CheckResult:
@@ -45,7 +48,8 @@ def _failure(exc, e: dict, t0: float, warmup_s: float = 0.0) -> CheckResult:
     """Map a client EmbedError (other than a first-attempt timeout) to a state and fix."""
     url, model, reason = e["url"], e["model"], exc.reason
     if reason == "unreachable":
-        return _result("red", f"Ollama server unreachable at {url} ({exc})", FIX_START.format(url=url),
+        # the client's message already reads "Ollama server unreachable at URL (cause)"
+        return _result("red", str(exc), FIX_START.format(url=url),
                        "unreachable", t0)
     if reason == "malformed":
         return _result("red", f"{url} does not answer like an Ollama server ({exc.body_head[:80]})",
@@ -77,9 +81,11 @@ def embedding_path(ev) -> CheckResult:
     e = ev.cfg["embedding"]
     t0 = time.monotonic()
     if not e["url"]:
-        return _result("note", "embeddings not configured: BM25-only",
-                       'set [embedding].url = "http://127.0.0.1:11434" to enable vectors',
-                       "not_configured", t0)
+        r = _result("note", "embeddings not configured: BM25-only",
+                    'set [embedding].url = "http://127.0.0.1:11434" to enable vectors',
+                    "not_configured", t0)
+        r.audience = "operator"  # a choice the person made, nothing Claude can act on
+        return r
     from memory_core.embed import EmbedError, OllamaClient
 
     timeout_s = float(e["timeout_s"])
@@ -103,7 +109,7 @@ def embedding_path(ev) -> CheckResult:
             vectors = client.embed([PROBE_TEXT], trace=trace, timeout_s=timeout_s, respect_circuit=False)
             load_s = (client.last_response.get("load_duration") or 0) / 1e9
             ms = (time.monotonic() - start) * 1000
-            extra = f" (model loaded in {load_s:.1f} s)" if load_s >= 0.1 else ""
+            extra = f" (model loaded in {duration(load_s)})" if load_s >= 0.1 else ""
             return _result("green", f"end-to-end embed OK: {len(vectors[0])}-dim in {ms:.0f} ms "
                            f"via {e['model']}{extra}", "", "ok", t0)
         except EmbedError as exc:
@@ -114,26 +120,33 @@ def embedding_path(ev) -> CheckResult:
             if exc.reason != "timeout":
                 return _failure(exc, e, t0)
         # one warm-up retry: a cold model is loading, not dead (paper §3.4)
-        warm_s = float(e["warmup_timeout_s"])
+        full_s = float(e["warmup_timeout_s"])
+        warm_s = full_s
         remaining = ev.remaining_s() if hasattr(ev, "remaining_s") else None
         if remaining is not None:
             warm_s = min(warm_s, remaining - DEADLINE_MARGIN_S - float(e["connect_timeout_s"]))
         if warm_s <= 0:
-            return _result("note", f"no answer within {timeout_s:g} s and no time left in this hook for "
-                           "a warm-up retry: cold or wedged, undecided",
-                           "run `memhealth gate` to give it the full warm-up", "cold", t0)
+            return _result("note", f"no answer within {duration(timeout_s)} and no time left in this hook "
+                           "for a warm-up retry: cold or wedged, undecided", FIX_UNDECIDED, "cold", t0)
         retry_t0 = time.monotonic()
         try:
             vectors = client.embed([PROBE_TEXT], trace=trace, timeout_s=warm_s, respect_circuit=False)
         except EmbedError as exc:
+            waited_s = time.monotonic() - retry_t0
+            if exc.reason == "timeout" and warm_s < full_s:
+                # cut short by the caller's budget: only a full warm-up may call it wedged
+                return _result("note", f"no answer within {duration(timeout_s)}, nor in the "
+                               f"{duration(waited_s)} of warm-up this hook's budget allowed (of "
+                               f"{duration(full_s)}): cold or wedged, undecided; hooks use BM25 until it answers",
+                               FIX_UNDECIDED, "cold", t0, waited_s)
             if exc.reason == "timeout":
-                return _result("red", f"embed probe timed out after {timeout_s:g} s AND a {warm_s:g} s "
-                               "warm-up retry (server wedged, or the model cannot load)", FIX_WEDGED,
-                               "wedged", t0, time.monotonic() - retry_t0)
-            return _failure(exc, e, t0, time.monotonic() - retry_t0)
+                return _result("red", f"embed probe timed out after {duration(timeout_s)} AND the full "
+                               f"{duration(full_s)} warm-up retry (server wedged, or the model cannot load)",
+                               FIX_WEDGED, "wedged", t0, waited_s)
+            return _failure(exc, e, t0, waited_s)
         warmed = time.monotonic() - t0
         return _result("green", f"end-to-end embed OK: {len(vectors[0])}-dim via {e['model']} "
-                       f"(cold start: warmed in {warmed:.1f} s)", "", "cold", t0, warmed)
+                       f"(cold start: warmed in {duration(warmed)})", "", "cold", t0, warmed)
     finally:
         client.close()
 

@@ -1,6 +1,7 @@
 """Errors raised by the probes package.
 
-    ProbeError                  base: catch this at a boundary (hook, CLI, serve)
+    ProbeError                  base: catch this at a boundary (hook, CLI, serve); the CLI
+                                prints it as one line, exit 1
      ├── EvidenceError          evidence for a check could not be gathered (the gate turns
      │                          it into a RED "check raised: …", never a crash)
      └── AlertPayloadError      an Alertmanager webhook body is not a list of alerts

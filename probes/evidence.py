@@ -9,11 +9,14 @@ paths and travel in time (healthchecks does the same with `time_machine.travel`)
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 from memory_core.layout import DB_NAME, SPILL_NAME, STATE_DIR
 from memory_core.meta import get_meta
+
+ACK_PREFIX = "gate.ack."  # meta: gate.ack.<check> = {"ack_ns", "detail"} (memhealth gate --ack)
 
 
 class Evidence:
@@ -69,6 +72,18 @@ class Evidence:
         if key not in self._meta:
             self._meta[key] = get_meta(self.conn, key)
         return self._meta[key]
+
+    def acked_ns(self, check: str) -> int:
+        """When `memhealth gate --ack CHECK` last acknowledged CHECK's past findings (0 =
+        never): events at or before it are not reported again; later ones are."""
+        raw = self.meta(ACK_PREFIX + check)
+        if not raw:
+            return 0
+        try:
+            value = json.loads(raw)
+            return int(value.get("ack_ns", 0)) if isinstance(value, dict) else int(value)
+        except (ValueError, TypeError):
+            return 0
 
     def last_activity_ns(self) -> int | None:
         """Start of the newest completed hook run other than the gate's own: when a session

@@ -18,13 +18,15 @@ import time
 from memory_core import heartbeat, outbox, spill
 from memory_core.db import write
 from memory_core.errors import MemoryCoreError, StoreError
+from memory_core.meta import set_meta
 from probes import checks, heartbeats, novelty
-from probes.result import RED, CheckResult
+from probes.evidence import ACK_PREFIX
+from probes.result import MEMORY, NOTE, OPERATOR, RED, CheckResult
 from telemetry.catalog import EMBEDDING_STATES, GATE_STATUS_VALUES
 
 
 def _embedding_path(ev) -> CheckResult:
-    from probes.embedding import embedding_path  # httpx only when embeddings are configured
+    from probes.embedding import embedding_path  # deferred: the gate imports it only to run it
 
     return embedding_path(ev)
 
@@ -43,6 +45,20 @@ CHECKS = (
     ("integrations", checks.integrations),
     ("telemetry_pipeline", checks.telemetry_pipeline),
 )
+
+# Whose a check's findings are when the check does not say (CheckResult.audience): the
+# memory path's checks speak to Claude; integrations and telemetry speak to the operator.
+# A check overrides per result where one of its notes is the person's business (e.g. the
+# embedding probe's "not configured", the heartbeat check's "failed recently, latest ok").
+AUDIENCE = {
+    "ingest_freshness": MEMORY, "vector_coverage": MEMORY, "hook_heartbeats": MEMORY,
+    "capture_queue": MEMORY, "lineage_freshness": MEMORY, "index_integrity": MEMORY,
+    "memory_files": MEMORY, "render_novelty": MEMORY, "embedding_path": MEMORY,
+    "integrations": OPERATOR, "telemetry_pipeline": OPERATOR, "store": MEMORY,
+}
+# Checks whose REDs can be about a past event (a hook that did not fire, a webhook delivery
+# that failed): `memhealth gate --ack CHECK` acknowledges what happened up to now.
+ACKABLE = ("hook_heartbeats", "integrations", "cue_delivery")
 
 
 class Verdict:
@@ -90,6 +106,22 @@ class Verdict:
     def text(self) -> str:
         return "\n".join(self.lines())
 
+    def context_lines(self) -> list[str]:
+        """What Claude reads at session start: the verdict line, memory-path REDs and NOTEs.
+        A RED for the operator (telemetry, an integration) is named, not explained, so the
+        count in the verdict line adds up; its detail and fix go to the person."""
+        reds = [r.line() if r.audience != OPERATOR else
+                f"  RED {r.name}: not on the memory path (shown to the user; memory unaffected)"
+                for r in self.results if r.status == RED]
+        notes = [r.line() for r in self.results if r.status == NOTE and r.audience != OPERATOR]
+        return [self.headline(), *reds, *notes]
+
+    def operator_lines(self) -> list[str]:
+        """What only the person needs: operator REDs (with their fix) and operator NOTEs."""
+        reds = [r.line() for r in self.results if r.status == RED and r.audience == OPERATOR]
+        notes = [r.line() for r in self.results if r.status == NOTE and r.audience == OPERATOR]
+        return [*reds, *notes]
+
     def to_json(self) -> dict:
         return {"total": self.total, "green": self.green, "red": self.red,
                 "checks": [r.to_dict() for r in self.results]}
@@ -113,6 +145,8 @@ def run_checks(ev, selected=CHECKS, trace=None) -> list[CheckResult]:
                                  "investigate the data source (run `memhealth gate --json` for every "
                                  "check's detail)")
         result.name = name
+        if result.audience is None:
+            result.audience = AUDIENCE.get(name, MEMORY)
         result.duration_ms = (time.perf_counter() - t0) * 1000
         if span is not None:
             span.update({"memhealth.check.status": result.status, "memhealth.check.detail": result.detail})
@@ -178,6 +212,7 @@ def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
         hb_id = None
     results = run_checks(ev, selected, trace)
     verdict = Verdict(results, (time.perf_counter() - t0) * 1000)
+    _bound_outbox(ev)
     root.update({"memhealth.gate.total": verdict.total, "memhealth.gate.red": verdict.red})
     root.end()
     detail = f"{verdict.green}/{verdict.total} green"
@@ -196,6 +231,28 @@ def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
             "ended_ns": started_ns + int((time.perf_counter() - t0) * 1e9), "outcome": "error", "reason": getattr(exc, "reason", "store"),
             "detail": f"{detail}; not stored: {exc}"[:500]})
     return verdict
+
+
+def _bound_outbox(ev) -> None:
+    """Keep the span outbox bounded by age and rows. Here (once per gate run: every session
+    start and every `memhealth gate`) rather than on every hook, so a prompt never pays for
+    it; best effort, a busy store prunes next time."""
+    tel = ev.cfg.get("telemetry", {})
+    try:
+        outbox.prune_spans(ev.conn, float(tel.get("retention_days", 14.0)),
+                           int(tel.get("outbox_max_rows", outbox.DEFAULT_MAX_ROWS)), now_ns=ev.now_ns)
+    except (StoreError, MemoryCoreError, ev.conn.Error):
+        pass
+
+
+def acknowledge(conn, check: str, now_ns: int, detail: str = "") -> None:
+    """Record that the operator acknowledged CHECK's past findings up to `now_ns` (meta row
+    `gate.ack.<check>`, shown by `memhealth report`). Findings after it are reported again."""
+    if check not in ACKABLE:
+        raise ValueError(f"{check} has no past-event findings to acknowledge; "
+                         f"acknowledgeable: {', '.join(ACKABLE)}")
+    with write(conn):
+        set_meta(conn, ACK_PREFIX + check, json.dumps({"ack_ns": now_ns, "detail": detail[:500]}))
 
 
 def dumps(verdict: Verdict) -> str:

@@ -21,7 +21,7 @@ from memory_core import heartbeat, spill
 from memory_core.db import write
 from memory_core.intent import system_turn
 from memory_core.meta import get_meta, set_meta
-from probes.result import CheckResult, ago, green, note, red
+from probes.result import OPERATOR, CheckResult, ago, green, note, red
 
 _OURS = re.compile(r"memhealth.*\bhook\s+([a-z][a-z-]*)\s*$")
 SESSIONS_KEY = "gate.sessions"  # meta: the last few SessionStarts and their transcript sizes
@@ -30,6 +30,9 @@ MAX_TRANSCRIPT_READ = 4 * 1024 * 1024  # bytes of a transcript's growth read per
 # Hooks whose every session must leave rows; the tool and compaction hooks may
 # legitimately stay silent for days (no matching tool, no compaction).
 FIX_WIRING = "run `memhealth init` (rewrites the hook entries in .claude/settings*.json), then restart Claude Code"
+# A RED about something that already happened stays true after its cause is fixed; the
+# operator acknowledges it, and only later events are reported (meta gate.ack.hook_heartbeats).
+ACK = "; then `memhealth gate --ack hook_heartbeats` acknowledges this past event"
 
 
 def wired_hooks(paths: list[str]) -> tuple[set[str], dict[str, int], list[str]]:
@@ -68,6 +71,43 @@ def wired_hooks(paths: list[str]) -> tuple[set[str], dict[str, int], list[str]]:
                         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
                             timeouts[match.group(1)] = int(timeout)
     return events, timeouts, problems
+
+
+def unrunnable_commands(paths: list[str]) -> list[tuple[str, str]]:
+    """(program, settings file) for each of our hook commands whose program cannot run here:
+    a deleted or moved virtualenv, a path typed by hand. Claude Code then reports `hook error`
+    (exit 127) on every event, no heartbeat is ever written and nothing reaches Claude, so
+    the heartbeat rows alone would call the project idle."""
+    import shlex
+    import shutil
+
+    found: dict[str, str] = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue  # wired_hooks reports unreadable files
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        for groups in hooks.values() if isinstance(hooks, dict) else ():
+            for group in groups if isinstance(groups, list) else ():
+                handlers = group.get("hooks") if isinstance(group, dict) else None
+                for handler in handlers if isinstance(handlers, list) else ():
+                    command = handler.get("command") if isinstance(handler, dict) else None
+                    if not isinstance(command, str) or not _OURS.search(command):
+                        continue
+                    try:
+                        program = shlex.split(command)[0]
+                    except (ValueError, IndexError):
+                        found.setdefault(command[:80], os.path.basename(path))
+                        continue
+                    if os.sep in program:
+                        runnable = os.path.isfile(program) and os.access(program, os.X_OK)
+                    else:
+                        runnable = shutil.which(program) is not None
+                    if not runnable:
+                        found.setdefault(program, os.path.basename(path))
+    return sorted(found.items())
 
 
 def remember_session(conn, session_id: str | None, transcript_path: str | None, now_ns: int) -> None:
@@ -156,6 +196,8 @@ def hook_heartbeats(ev) -> CheckResult:
     across a session boundary, or when rows sit in the spill file; idle is green."""
     conn, cfg = ev.conn, ev.cfg
     heartbeat.reap_killed(conn, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
+    # drain first: a spilled run is judged with the others in this same gate, not the next
+    spilled, files = _spilled(ev)
     expected, _timeouts, problems = wired_hooks(ev.settings_paths)
     reds: list[tuple[str, str]] = []
     notes: list[str] = []
@@ -165,8 +207,14 @@ def hook_heartbeats(ev) -> CheckResult:
     if not expected and not problems:
         return red("no memhealth hooks are wired in .claude/settings.json or settings.local.json",
                    FIX_WIRING)
+    for program, where in unrunnable_commands(ev.settings_paths):
+        reds.append((f"hooks in {where} run {program}, which is not an executable here: every hook "
+                     "fails before it starts (Claude Code shows `hook error`, nothing reaches Claude)",
+                     "run `memhealth init` with the memhealth you use (rewrites the hook commands), "
+                     "then restart Claude Code"))
 
     window_ns = int(cfg["gate"]["heartbeat_max_age_days"] * 86400e9)
+    acked = ev.acked_ns("hook_heartbeats")
     since = ev.now_ns - window_ns
     for hook in sorted(expected | {"gate"}):
         last = conn.execute(
@@ -177,20 +225,23 @@ def hook_heartbeats(ev) -> CheckResult:
             continue
         outcome, reason, detail, started = last
         when = ago((ev.now_ns - started) / 1e9)
+        if outcome in ("killed", "error") and started <= acked:
+            continue  # acknowledged; the hook's next run decides again
         if outcome == "killed":
             reds.append((f"{hook}: last run ({when} ago) was killed (started, never completed)",
                          f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
-                         "(`memhealth report`)"))
+                         "(`memhealth report`)" + ACK))
             continue
         if outcome == "error":
             reds.append((f"{hook}: last run ({when} ago) failed: {reason or 'error'}"
                          + (f" ({detail[:160]})" if detail else ""),
-                         "fix what the reason names, then verify green at the next boundary; "
-                         "history: `memhealth report`"))
+                         "fix what the reason names (history: `memhealth report`); the hook's next "
+                         "good run clears this" + ACK))
             continue
         failed = conn.execute(
             "SELECT outcome, count(*) FROM heartbeats WHERE hook = ? AND started_ns >= ? AND "
-            "outcome IN ('error', 'killed') GROUP BY outcome ORDER BY outcome", (hook, since)).fetchall()
+            "outcome IN ('error', 'killed') GROUP BY outcome ORDER BY outcome",
+            (hook, max(since, acked + 1))).fetchall()
         if failed:
             notes.append(f"{hook}: " + ", ".join(f"{n} {o}" for o, n in failed) + " recently, latest ok")
 
@@ -205,6 +256,12 @@ def hook_heartbeats(ev) -> CheckResult:
                 continue
             if size <= s["size"]:
                 continue
+            try:
+                grew_ns = os.stat(s["transcript"]).st_mtime_ns
+            except OSError:
+                continue
+            if grew_ns <= acked:
+                continue
             prompts = count_prompts(s["transcript"], s["size"])
             if not prompts:
                 continue
@@ -213,9 +270,10 @@ def hook_heartbeats(ev) -> CheckResult:
                 "started_ns >= ?", (s["sid"], s["ts_ns"])).fetchone()
             if not seen:
                 reds.append((f"prompt hook left no rows in session {s['sid'][:8]} while its transcript "
-                             f"gained {prompts} prompt(s) after SessionStart",
+                             f"gained {prompts} prompt(s) after SessionStart (last "
+                             f"{ago((ev.now_ns - grew_ns) / 1e9)} ago)",
                              "check the UserPromptSubmit entry in .claude/settings*.json ("
-                             "`memhealth init` rewrites it); try `memhealth hook prompt < payload.json`"))
+                             "`memhealth init` rewrites it); try `memhealth hook prompt < payload.json`" + ACK))
     # ... and the other direction: prompts recorded in a session SessionStart never saw
     if "session-start" in expected:
         first = conn.execute("SELECT min(started_ns) FROM heartbeats WHERE hook = 'session-start'"
@@ -227,15 +285,14 @@ def hook_heartbeats(ev) -> CheckResult:
                 "AND NOT EXISTS (SELECT 1 FROM heartbeats s WHERE s.hook = 'session-start' "
                 "AND s.session_id = p.session_id) GROUP BY p.session_id ORDER BY 2 DESC",
                 (since, first)).fetchall()
-            orphans = [o for o in orphans if o[0] != ev.session_id]
+            orphans = [o for o in orphans if o[0] != ev.session_id and o[1] > acked]
             if orphans:
                 reds.append((f"session-start did not fire for {len(orphans)} session(s) whose prompts "
                              f"were recorded (latest {orphans[0][0][:8]}, "
                              f"{ago((ev.now_ns - orphans[0][1]) / 1e9)} ago)",
                              "check the SessionStart entry in .claude/settings*.json (`memhealth init` "
-                             "rewrites it)"))
+                             "rewrites it)" + ACK))
 
-    spilled, files = _spilled(ev)
     if spilled:
         reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take",
                      f"make {ev.db_path} writable (locked? read-only? corrupt?); the next hook drains "
@@ -248,8 +305,8 @@ def hook_heartbeats(ev) -> CheckResult:
         return red(detail, reds[0][1] if len(reds) == 1 else " | ".join(dict.fromkeys(f for _, f in reds)))
     (runs,) = conn.execute("SELECT count(*) FROM heartbeats WHERE started_ns >= ? AND hook != 'gate'",
                            (since,)).fetchone()
-    if notes:
-        return note("; ".join(notes))
+    if notes:  # recovered failures: the person's to look into, not Claude's
+        return note("; ".join(notes), audience=OPERATOR)
     if ev.last_activity_ns() is None:
         return green(f"{len(expected)} hooks wired; no sessions yet (idle)")
     return green(f"{len(expected)} hooks wired; {runs} runs in {cfg['gate']['heartbeat_max_age_days']:g} d, "

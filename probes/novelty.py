@@ -1,9 +1,15 @@
-"""Session-start render novelty: a render frozen across sessions while memory moved is a
-failure (curation stuck, a cache never invalidated), even though every query succeeds.
+"""Session-start render novelty: a render frozen across sessions while its own inputs
+moved is a failure (curation stuck, a cache never invalidated), even though every query
+succeeds.
 
-    sig = corpus_signature(conn)
+    sig = inputs_signature(conn)
     record_render(conn, session_id, rendered_text, sig, now_ns)   # SessionStart
     render_novelty(ev)                                            # the check
+
+The signature covers what the render is built from (pinned items, decisions, standing
+feedback, the resume anchor: `memory_core.render.render_inputs`), not the whole corpus: a
+doc edit and a re-ingest leave the render's inputs alone, and an identical render is then
+correct. Rows are tagged "in:" so rows from before (whole-corpus signatures) never compare.
 """
 
 from __future__ import annotations
@@ -14,21 +20,22 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
 from memory_core.db import write
-from probes.result import CheckResult, green, note, red
+from probes.result import OPERATOR, CheckResult, green, note, red
 
 REPEATS = 3  # the same render in this many distinct sessions (REFERENCE §4.1 check 9)
 WINDOW = 200  # rows of history the check looks at
 KEEP = 1000  # rows kept in the table
 
 
-def corpus_signature(conn) -> str:
-    """A cheap fingerprint of what memory holds: chunk count and newest id, watermark count,
-    newest update and total size. Moves whenever an ingest changes anything."""
-    chunks = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM chunks").fetchone()
-    marks = conn.execute(
-        "SELECT count(*), coalesce(max(updated_ns), 0), coalesce(sum(size), 0) FROM watermarks").fetchone()
-    text = f"chunks:{chunks[0]}:{chunks[1]}|watermarks:{marks[0]}:{marks[1]}:{marks[2]}"
-    return _blake2b(text.encode(), digest_size=8).hexdigest()
+SIG_PREFIX = "in:"
+
+
+def inputs_signature(conn) -> str:
+    """A fingerprint of the session-start render's inputs, as the render would print them."""
+    from memory_core.render import render_inputs
+
+    text = "\n".join(render_inputs(conn))
+    return SIG_PREFIX + _blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
 
 
 def render_hash(text: str) -> str:
@@ -36,7 +43,8 @@ def render_hash(text: str) -> str:
 
 
 def record_render(conn, session_id: str | None, text: str, corpus_sig: str, now_ns: int) -> str:
-    """Store one session-start render's hash beside the corpus signature; return the hash."""
+    """Store one session-start render's hash beside its inputs' signature (the column keeps
+    its old name, corpus_sig); return the hash."""
     digest = render_hash(text)
     with write(conn):
         cur = conn.execute(
@@ -49,7 +57,7 @@ def record_render(conn, session_id: str | None, text: str, corpus_sig: str, now_
 
 def render_novelty(ev) -> CheckResult:
     """RED when the latest session-start render repeats across REPEATS distinct sessions
-    while the corpus signature moved underneath it."""
+    while the render's own inputs moved underneath it (the render did not follow them)."""
     rows = ev.conn.execute(
         "SELECT session_id, render_hash, corpus_sig FROM novelty WHERE ts_ns <= ? "
         "ORDER BY id DESC LIMIT ?", (ev.now_ns, WINDOW)).fetchall()
@@ -57,16 +65,16 @@ def render_novelty(ev) -> CheckResult:
         return green("no session-start renders recorded yet")
     if all(not sid for sid, _, _ in rows[:REPEATS]) and len(rows) >= REPEATS:
         return note(f"disarmed: the last {REPEATS} renders carry no session id",
-                    fix="Claude Code should pass session_id to the SessionStart hook")
+                    fix="Claude Code should pass session_id to the SessionStart hook", audience=OPERATOR)
     latest = rows[0][1]
-    same = [(sid, sig) for sid, h, sig in rows if h == latest]
+    same = [(sid, sig) for sid, h, sig in rows if h == latest and (sig or "").startswith(SIG_PREFIX)]
     sessions = {sid for sid, _ in same if sid}
     sigs = {sig for _, sig in same}
     if len(sessions) >= REPEATS and len(sigs) > 1:
-        return red(f"the same session-start render appeared in {len(sessions)} sessions while the "
-                   f"corpus changed {len(sigs) - 1} time(s)",
-                   "the render ignores new memory: check what session-start selects "
-                   "(`memhealth search`), then re-ingest with `memhealth ingest`")
+        return red(f"the same session-start render appeared in {len(sessions)} sessions while its "
+                   f"inputs (pinned items, decisions, resume anchor) changed {len(sigs) - 1} time(s)",
+                   "something serves a stale render (a cache, a wrapper around `memhealth hook "
+                   "session-start`): remove it; the next session start renders from the store and clears this")
     if len(sessions) >= REPEATS:
-        return green(f"render unchanged across {len(sessions)} sessions, but so is the corpus")
+        return green(f"render unchanged across {len(sessions)} sessions, and so are its inputs")
     return green(f"render {latest[:8]} seen in {len(sessions)} session(s)")

@@ -11,8 +11,9 @@ path imports it for histogram buckets and label vocabularies.
 from __future__ import annotations
 
 HOOKS = ("session-start", "prompt", "pre-tool", "post-tool", "pre-compact", "stop", "session-end")
-# Heartbeat writers: the hooks, and the gate, which leaves its own heartbeat on every run.
-HEARTBEATS = HOOKS + ("gate",)
+# Heartbeat writers: the hooks, the gate, which leaves its own heartbeat on every run, and the
+# detached capture worker SessionEnd hands its work to (memhealth.capture_worker).
+HEARTBEATS = HOOKS + ("gate", "capture")
 HOOK_OUTCOMES = ("ok", "error", "killed")
 INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "injected",
                       "suppressed_ablation")
@@ -20,7 +21,10 @@ GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
 EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
                     "fallback_mismatch", "not_configured")
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
-OUTBOX_DROP_REASONS = ("retention", "malformed")
+OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
+CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.capture.KINDS
+TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
+CAPTURE_QUEUES = ("triage", "work")
 # Cue-anchored delivery (memory_core.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
@@ -85,6 +89,16 @@ METRICS: tuple[Metric, ...] = (
            label_values={"decision": ALERT_DECISIONS}),
     Metric("memhealth_alert_budget_remaining", "gauge", "1",
            "Pages left in the current budget window per route.", ("route",)),
+    # Anti-recurrence capture (memory_core.capture_store, memory_core.triage).
+    Metric("memhealth_capture_candidates_total", "counter", "1",
+           "Candidates proposed by the session-end extraction, by kind.", ("kind",),
+           label_values={"kind": CAPTURE_KINDS}),
+    Metric("memhealth_triage_decisions_total", "counter", "1",
+           "Triage decisions on candidates, by kind and decision.", ("kind", "decision"),
+           label_values={"kind": CAPTURE_KINDS, "decision": TRIAGE_DECISIONS}),
+    Metric("memhealth_capture_queue_depth", "gauge", "1",
+           "Capture queues: candidates pending triage (triage) and session boundaries not "
+           "captured yet (work).", ("queue",)),
     Metric("memhealth_cue_evaluations_total", "counter", "1",
            "Cue evaluations by trigger and outcome (fired, or the reason it was skipped); every "
            "tool call, prompt and session start writes at least one.", ("trigger", "outcome"),
@@ -102,7 +116,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_outbox_backlog_spans", "gauge", "1",
            "Spans recorded in the outbox and not yet exported over OTLP."),
     Metric("memhealth_outbox_dropped_spans_total", "counter", "1",
-           "Outbox spans dropped before export (retention = older than telemetry.retention_days).",
+           "Outbox spans dropped before export (retention = older than telemetry.retention_days; "
+           "max_rows = beyond telemetry.outbox_max_rows).",
            ("reason",), label_values={"reason": OUTBOX_DROP_REASONS}),
     Metric("memhealth_exported_spans_total", "counter", "1",
            "Spans the OTLP exporter has shipped (acknowledged by the collector)."),
@@ -116,14 +131,15 @@ CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}
 
 
 # -- Service-level objectives ------------------------------------------------------------------
-# Read by telemetry/generate.py, which derives the recording rules, the multiwindow burn-rate
+# Read by telemetry/artifacts/, which derives the recording rules, the multiwindow burn-rate
 # alerts and the SLO dashboard panels from them (nothing else spells an objective).
 
 # Latency budget per hook, seconds. Each is a bound of HOOK_DURATION_BUCKETS, so "within
 # budget" is one bucket counter and the SLI stays a ratio of counters. Claude Code kills a hook
 # at its settings timeout (10 s, SessionEnd 5 s as `memhealth init` writes them); the budgets
 # sit inside that: the prompt and tool hooks delay every turn, session-start carries the gate
-# and a possible embedding warm-up, session-end an ingest capped at 3 s.
+# and a possible embedding warm-up. session-end only records a boundary and spawns the capture
+# worker (0.12-0.17 s on a 50 MB transcript); its 5 s budget predates that and could be 1.0.
 HOOK_LATENCY_BUDGETS_S = {"session-start": 5.0, "prompt": 1.0, "pre-tool": 0.5, "post-tool": 0.5,
                           "pre-compact": 2.5, "stop": 1.0, "session-end": 5.0}
 

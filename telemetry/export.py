@@ -364,7 +364,7 @@ class _LastMessage(logging.Handler):
     def emit(self, record) -> None:
         try:
             self.message = record.getMessage()[:500]
-        except Exception:
+        except Exception:  # a foreign library's bad format args: keep the raw message
             self.message = str(record.msg)[:500]
 
 
@@ -398,8 +398,18 @@ class OtlpExporter:
             self.spans = self.metrics = None
             return
         if self.protocol == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+            try:
+                from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                    OTLPMetricExporter,
+                )
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+            except ImportError as exc:  # an optional extra: HTTP/protobuf is the default
+                from telemetry.errors import ExporterUnavailable
+
+                raise ExporterUnavailable(
+                    f"OTLP over gRPC is configured but its exporter is not installed ({exc}); "
+                    "install memhealth with the grpc extra (`pip install 'memhealth[grpc]'`) or "
+                    'set [telemetry].otlp_protocol = "http/protobuf"') from None
 
             insecure = None
             if endpoint is not None:
@@ -529,7 +539,7 @@ class OtlpExporter:
             if exporter is not None:
                 try:
                     exporter.shutdown()
-                except Exception:
+                except Exception:  # the OTel SDK's own shutdown failing must not stop ours
                     pass
         if self._builder is not None:
             self._builder.provider.shutdown()

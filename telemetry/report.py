@@ -12,6 +12,7 @@ telemetry pipeline. Standard library only; reads indexed time ranges of the raw 
 
 from __future__ import annotations
 
+import json
 import time
 
 from memory_core.db import sqlite3
@@ -181,7 +182,23 @@ def _gate(conn, since: int) -> dict:
             "SELECT c.name, count(*) FROM gate_checks c JOIN gate_runs r ON r.id = c.run_id "
             "WHERE r.ts_ns >= ? AND c.status = 'red' GROUP BY c.name ORDER BY count(*) DESC", (since,)):
         red_checks[name] = n
-    return {"per_day": [per_day[d] for d in sorted(per_day)], "recent": recent, "red_checks": red_checks}
+    return {"per_day": [per_day[d] for d in sorted(per_day)], "recent": recent, "red_checks": red_checks,
+            "acks": _acks(conn)}
+
+
+def _acks(conn) -> list[dict]:
+    """Past-event findings the operator acknowledged (`memhealth gate --ack CHECK`): meta
+    rows gate.ack.<check> = {"ack_ns", "detail"}, whatever the window (an ack stays in force)."""
+    out = []
+    for key, raw in sorted(meta_with_prefix(conn, "gate.ack.").items()):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append({"check": key[len("gate.ack."):], "ack_ns": int(value.get("ack_ns") or 0),
+                        "detail": str(value.get("detail") or "")})
+    return out
 
 
 def _degradations(conn, since: int) -> list[dict]:
@@ -277,6 +294,9 @@ def render_text(data: dict) -> str:
     out += _table(["when", "verdict", "green/total", "red checks"],
                   [[_when(r["ts_ns"]), r["verdict"], f"{r['green']}/{r['total']}", ", ".join(r["red_checks"]) or "-"]
                    for r in data["gate"]["recent"]])
+    out += ["", "Acknowledged gate findings (memhealth gate --ack CHECK: events up to then)"]
+    out += _table(["check", "acknowledged", "finding"],
+                  [[r["check"], _when(r["ack_ns"]), r["detail"][:100] or "-"] for r in data["gate"]["acks"]])
     out += ["", "Degradations"]
     out += _table(["component", "reason", "count", "last"],
                   [[r["component"], r["reason"], r["count"], _when(r["last_ns"])] for r in data["degradations"]])

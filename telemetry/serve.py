@@ -34,13 +34,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from memory_core.db import connect
 from memory_core.errors import StoreError
 from telemetry.collector import StoreCollector
+from telemetry.errors import ListenError, TelemetryError
 
 MAX_ALERT_BODY = 4 * 1024 * 1024
 REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread forever
-
-
-class ListenError(ValueError):
-    """The listen address is unusable or not allowed (non-loopback without --allow-remote)."""
 
 
 def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
@@ -136,6 +133,12 @@ class Sink:
                 os.close(fd)
 
 
+def _stderr_line(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
 class Serve:
     """One project's serve process: HTTP endpoints plus probe and exporter threads.
 
@@ -146,7 +149,7 @@ class Serve:
     when probes/gate.py exists; None disables probing)."""
 
     def __init__(self, project, cfg, host: str = "127.0.0.1", port: int = 9464, *,
-                 probe="default", export: bool = True, environ=None):
+                 probe="default", export: bool = True, environ=None, log=None):
         self.project = project
         self.cfg = cfg
         self.host = host
@@ -162,6 +165,8 @@ class Serve:
         self.probe_state = {"runs": 0, "errors": 0, "running_since": None, "last_finished": None,
                             "last_error": None, "last_duration_s": None}
         self.export_state: dict = {"runs": 0, "last": None}
+        self.log = log if log is not None else _stderr_line  # one line per exporter state change
+        self._export_logged: str | None = None
         self._alert_lock = threading.Lock()
         self._alert_conn = None
         self._server = None
@@ -240,7 +245,12 @@ class Serve:
         from telemetry.export import OtlpExporter
 
         interval = float(self.cfg["serve"]["export_interval_s"])
-        exporter = OtlpExporter(self.cfg, self.environ)
+        try:
+            exporter = OtlpExporter(self.cfg, self.environ)
+        except TelemetryError as exc:  # e.g. gRPC configured, not installed: say so, keep serving
+            self.export_state["last"] = {"ok": False, "error": str(exc)}
+            self.log(f"memhealth serve: export off: {exc}")
+            return
         conn = None
         try:
             while True:
@@ -253,6 +263,7 @@ class Serve:
                 except StoreError as exc:
                     self.export_state["last"] = {"ok": False, "error": str(exc)}
                 self.export_state["runs"] += 1
+                self._log_export_change(self.export_state["last"], interval)
                 if final:
                     return
                 self.stopping.wait(interval)
@@ -261,6 +272,27 @@ class Serve:
             if conn is not None:
                 conn.close()
 
+    def _log_export_change(self, last: dict, interval: float) -> None:
+        """One stderr line when the exporter starts failing, changes its error, or recovers;
+        nothing per attempt (a dead collector would otherwise log every interval)."""
+        if last.get("disabled"):
+            state = "disabled"
+        elif last.get("ok", True):
+            state = "ok"
+        else:
+            state = f"failed: {last.get('error') or 'unknown error'}"
+        previous, self._export_logged = self._export_logged, state
+        if state == previous or (previous is None and state in ("ok", "disabled")):
+            return  # the first success is not news: serve's start line already said it runs
+        if state == "ok":
+            line = f"memhealth serve: export recovered; backlog {last.get('backlog', 0)} span(s)"
+        elif state == "disabled":
+            line = "memhealth serve: export disabled (OTEL_SDK_DISABLED)"
+        else:
+            line = (f"memhealth serve: export {state}; backlog {last.get('backlog', 0)} span(s), "
+                    f"retrying every {interval:g} s (logged again only when this changes)")
+        self.log(line)
+
     # -- endpoints --------------------------------------------------------------------------
 
     def metrics(self, accept: str | None) -> tuple[bytes, str]:
@@ -268,6 +300,15 @@ class Serve:
 
         encoder, content_type = choose_encoder(accept or "")
         return encoder(self._registry), content_type
+
+    def runbook(self) -> tuple[int, bytes]:
+        """The alert runbook as HTML: where every alert's runbook_url points by default."""
+        from telemetry import runbook
+
+        try:
+            return 200, runbook.render(runbook.load())
+        except OSError as exc:  # an install without the packaged runbook: say where it is
+            return 404, f"runbook not installed ({exc.strerror}); see alerts/runbook.md\n".encode()
 
     def health(self) -> dict:
         probe = dict(self.probe_state)
@@ -338,7 +379,7 @@ class Serve:
             try:
                 with urllib.request.urlopen(req, timeout=float(self.cfg["telemetry"]["export_timeout_s"])):
                     pass
-            except Exception as exc:
+            except Exception as exc:  # any failure to forward is recorded; a daemon thread never raises
                 self.sink.append({"ts": time.time(), "decision": "forward_failed", "error": str(exc)[:300],
                                   "count": len(outgoing)})
 
@@ -371,8 +412,11 @@ def _handler(app: Serve):
                 self._send(200, body, content_type)
             elif path == "/healthz":
                 self._json(200, app.health())
+            elif path == "/runbook":
+                code, body = app.runbook()
+                self._send(code, body, "text/html; charset=utf-8" if code == 200 else "text/plain")
             elif path == "/":
-                self._send(200, b"memhealth serve: /metrics /healthz POST /alerts\n", "text/plain")
+                self._send(200, b"memhealth serve: /metrics /healthz /runbook POST /alerts\n", "text/plain")
             else:
                 self._json(404, {"error": f"no route {path}"})
 

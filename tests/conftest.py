@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -74,19 +75,38 @@ def rows(project, sql: str, params=()) -> list[tuple]:
         conn.close()
 
 
+_CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "pre-tool": "PreToolUse",
+                  "post-tool": "PostToolUse", "pre-compact": "PreCompact", "stop": "Stop",
+                  "session-end": "SessionEnd"}
+
+
 def payload(event: str, cwd, **fields) -> dict:
-    base = {"session_id": "sess-1", "transcript_path": os.path.join(str(cwd), "t.jsonl"),
-            "cwd": str(cwd), "hook_event_name": event}
+    """A payload the real CLI sent for `event` (memhealth's name or Claude Code's), from
+    tests/fixtures/payloads/ (captured by tests/e2e), with its paths moved into `cwd`, the
+    test's session id and transcript path, and `fields` on top."""
+    from tests.payloads import PAYLOAD_DIR, real_payload
+
+    claude = _CLAUDE_EVENTS.get(event, event)
+    name = re.sub(r"(?<!^)([A-Z])", r"_\1", claude).lower()
+    if claude == "SessionStart":
+        name = f"{name}_{fields.get('source', 'startup')}"
+    elif claude in ("PreToolUse", "PostToolUse"):
+        tool = str(fields.get("tool_name", "Read")).lower()
+        name = f"{name}_{tool if os.path.exists(os.path.join(PAYLOAD_DIR, f'{name}_{tool}.json')) else 'read'}"
+    base = real_payload(name, cwd)
+    base.update({"session_id": "sess-1", "transcript_path": os.path.join(str(cwd), "t.jsonl"),
+                 "cwd": str(cwd), "hook_event_name": claude})
     base.update(fields)
     return base
 
 
 @pytest.fixture
 def project(tmp_path):
-    """A project directory set up by the real `memhealth init`."""
+    """A project directory set up by the real `memhealth init`, without the convention files
+    (tests/test_init_templates.py covers those), so a test starts from an empty memory."""
     root = tmp_path / "proj"
     root.mkdir()
-    proc = run_cli("init", "--project", str(root))
+    proc = run_cli("init", "--project", str(root), "--no-templates")
     assert proc.returncode == 0, proc.stderr
     return root
 
@@ -113,3 +133,40 @@ def stop_process(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+class CliRun:
+    """What one in-process `memhealth` command returned and printed."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """`cli("search", "x", env={...})`: memhealth.cli.main in this process, for tests where an
+    interpreter start proves nothing extra (hooks and the entry point keep their subprocess
+    tests). The environment is cleaned as clean_env() does; per-process embedding state
+    (circuits, logged degradations) is forgotten afterwards, as a new process would."""
+    from memhealth.cli import main
+    from memory_core import embed
+
+    for name in list(os.environ):
+        if name.startswith(("MEMHEALTH_", "OTEL_", "CLAUDE_")):
+            monkeypatch.delenv(name)
+
+    def run(*args, env: dict | None = None) -> CliRun:
+        capsys.readouterr()  # what the test printed before is not this command's output
+        with monkeypatch.context() as scoped:
+            for name, value in (env or {}).items():
+                scoped.setenv(name, str(value))
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse: usage errors, --help
+                code = exc.code
+            finally:
+                embed.forget_process_state()
+        out = capsys.readouterr()
+        return CliRun(code, out.out, out.err)
+
+    return run

@@ -17,7 +17,7 @@ T0 = 1_800_000_000.0
 def make_project(root) -> str:
     root = str(root)
     os.makedirs(root, exist_ok=True)
-    init_project(root, launch="/usr/bin/env memhealth")
+    init_project(root, launch="/usr/bin/env memhealth", templates=False)  # tests write their own
     return root
 
 

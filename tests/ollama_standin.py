@@ -67,7 +67,7 @@ class OllamaStandin:
     def __init__(self, mode: str = "healthy", dim: int = 8, models: list[str] | None = None,
                  load_delay_s: float = 1.0, hang_s: float = 30.0, max_chars: int = 2000,
                  missing_body: str = "short", context_length: int = 8192,
-                 overflow_status: int = 500):
+                 overflow_status: int = 500, tls=None, generate=None):
         self.dim = dim
         self.models = list(models) if models is not None else ["nomic-embed-text"]
         self.load_delay_s = load_delay_s
@@ -76,6 +76,8 @@ class OllamaStandin:
         self.missing_body = missing_body  # "short": model 'X' not found; "pull": ..., try pulling it first
         self.context_length = context_length
         self.overflow_status = overflow_status
+        # /api/generate answers generate(request body) -> the "response" text
+        self.generate = generate or (lambda body: '{"records": []}')
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -86,6 +88,9 @@ class OllamaStandin:
         self.mode = mode
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.standin = self
+        self.tls = tls  # an ssl.SSLContext (server side): speak https with its certificate
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -95,7 +100,7 @@ class OllamaStandin:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls is not None else 'http'}://{host}:{port}"
 
     @property
     def mode(self) -> str:
@@ -238,6 +243,15 @@ class OllamaStandin:
             return _json(200, {"model": name, "embeddings": vectors, "total_duration": total_ns,
                                "load_duration": int(load_s * 1e9),
                                "prompt_eval_count": sum(len(t.split()) for t in texts)})
+        if method == "POST" and path == "/api/generate":
+            if mode == "busy":
+                return _json(503, BUSY_BODY)
+            if mode == "model_missing" or not self._has(name):
+                return _json(*self._missing(name))
+            if not isinstance(body.get("prompt"), str):
+                return _json(400, {"error": "invalid input type"})
+            return _json(200, {"model": name, "created_at": "2026-12-01T00:00:00Z",
+                               "response": self.generate(body), "done": True, "done_reason": "stop"})
         return 404, "text/plain", b"404 page not found"
 
 

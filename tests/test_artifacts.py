@@ -1,6 +1,7 @@
-"""The shipped artifacts (dashboards/, alerts/, compose/) are generated, committed, fresh and
-valid: promtool and amtool accept them, every expression names a catalog metric or a rule
-recorded beside it, every alert is actionable and routed where its severity says."""
+"""The shipped artifacts (dashboards/, alerts/, compose/) are generated or hand-written,
+committed, fresh and valid: promtool and amtool accept them, every expression names a catalog
+metric or a rule recorded beside it, every alert is actionable, links to a runbook section that
+exists, and is routed where its severity says."""
 
 from __future__ import annotations
 
@@ -9,12 +10,25 @@ import os
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
-from telemetry import generate
+from memhealth.config import defaults
+from probes.gate import CHECKS
+from telemetry import artifacts as generate
+from telemetry import runbook
+from telemetry.artifacts.alertmanager import SERVE_DOWN_URL, WATCHDOG_URL
 from telemetry.catalog import CATALOG, HOOK_DURATION_BUCKETS, HOOK_LATENCY_BUDGETS_S, HOOKS
+from telemetry.slo import (
+    BURN_TIERS,
+    GATE_CHECK_LIST,
+    GATE_CHECKS,
+    INGEST_MAX_AGE_DAYS,
+    SCRAPE_JOB,
+    WINDOW_SECONDS,
+)
 from tests.conftest import REPO, require_binary, run_cli
 
 RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
@@ -123,18 +137,59 @@ def test_committed_artifacts_are_byte_identical_to_a_fresh_generate(tmp_path):
 def test_generate_check_lists_changed_missing_and_unexpected_files(tmp_path):
     assert run_cli("generate", "--out", str(tmp_path)).returncode == 0
     assert run_cli("generate", "--check", "--out", str(tmp_path)).returncode == 0
-    (tmp_path / "alerts" / "runbook.md").write_text("# edited by hand\n")
+    (tmp_path / "alerts" / "memhealth.rules.yaml").write_text("# edited by hand\n")
     (tmp_path / "dashboards" / "latency.json").unlink()
     (tmp_path / "dashboards" / "old.json").write_text("{}")
+    (tmp_path / "alerts" / "tests" / "old.test.yaml").write_text("tests: []\n")
+    # hand-written files beside the generated ones are not the generator's business
+    (tmp_path / "alerts" / "runbook.md").write_text("# written by a person\n")
+    (tmp_path / "dashboards" / "provisioning").mkdir()
+    (tmp_path / "dashboards" / "provisioning" / "dashboards.yaml").write_text("apiVersion: 1\n")
     proc = run_cli("generate", "--check", "--out", str(tmp_path))
     assert proc.returncode == 1
-    assert "alerts/runbook.md: differs" in proc.stderr
-    assert "dashboards/latency.json: missing" in proc.stderr
-    assert "dashboards/old.json: not produced by the generator" in proc.stderr
+    stale = sorted(line for line in proc.stderr.splitlines() if line.startswith("stale: "))
+    assert stale == ["stale: alerts/memhealth.rules.yaml: differs from the generator's output",
+                     "stale: alerts/tests/old.test.yaml: not produced by the generator",
+                     "stale: dashboards/latency.json: missing",
+                     "stale: dashboards/old.json: not produced by the generator"]
     # writing repairs the changed and missing files and leaves the others untouched
     again = run_cli("generate", "--out", str(tmp_path))
-    assert "wrote alerts/runbook.md" in again.stdout and "wrote dashboards/latency.json" in again.stdout
+    assert "wrote alerts/memhealth.rules.yaml" in again.stdout
+    assert "wrote dashboards/latency.json" in again.stdout
     assert "wrote dashboards/heartbeat.json" not in again.stdout
+    assert (tmp_path / "alerts" / "runbook.md").read_text() == "# written by a person\n"
+
+
+def test_hand_written_artifacts_are_committed_and_not_generated():
+    generated = set(generate.artifacts())
+    for rel in ("alerts/runbook.md", "dashboards/provisioning/dashboards.yaml",
+                "dashboards/provisioning/datasources.yaml", "compose/docker-compose.yml",
+                "compose/prometheus.yml", "compose/otel-collector.yaml", "compose/tempo.yaml",
+                "compose/Dockerfile"):
+        assert rel not in generated, rel
+        with open(os.path.join(REPO, rel), encoding="utf-8") as fh:
+            assert "Do not edit" not in fh.read(), f"{rel} is hand-written: no generated header"
+
+
+def test_runbook_and_receiver_urls_are_set_at_generate_time(tmp_path):
+    base = "https://git.example.com/team/memhealth/-/blob/main/alerts/runbook.md"
+    ping = "https://hc.example.com/ping/abc/memhealth-watchdog"
+    down = "https://hc.example.com/ping/abc/memhealth-serve-down/fail"
+    flags = ["--runbook-url", base, "--watchdog-url", ping, "--serve-down-url", down]
+    assert run_cli("generate", "--out", str(tmp_path), *flags).returncode == 0
+    rules = yaml.safe_load((tmp_path / "alerts" / "memhealth.rules.yaml").read_text())
+    urls = [r["annotations"]["runbook_url"] for g in rules["groups"] for r in g["rules"]
+            if "alert" in r]
+    assert urls and all(u.startswith(base + "#") for u in urls)
+    am = yaml.safe_load((tmp_path / "alerts" / "alertmanager.yml").read_text())
+    hooks = {r["name"]: [c["url"] for c in r.get("webhook_configs", [])] for r in am["receivers"]}
+    assert hooks["deadman"] == [ping] and hooks["serve-down"] == [down]
+    assert run_cli("generate", "--check", "--out", str(tmp_path), *flags).returncode == 0
+    # the defaults differ: --check without the flags reports the files
+    assert run_cli("generate", "--check", "--out", str(tmp_path)).returncode == 1
+    # a relative link is not clickable in Alertmanager or Grafana: a usage error
+    bad = run_cli("generate", "--out", str(tmp_path), "--runbook-url", "alerts/runbook.md")
+    assert bad.returncode == 2 and "runbook_url must be an absolute http(s) URL" in bad.stderr
 
 
 def test_generate_command_has_help_text():
@@ -155,7 +210,8 @@ def test_promtool_unit_tests_pass_with_must_fire_and_must_not_fire_cases():
     promtool = require_binary("promtool")
     test_dir = os.path.join(REPO, "alerts", "tests")
     files = sorted(f for f in os.listdir(test_dir) if f.endswith(".yaml"))
-    assert {"slo.test.yaml", "embedding.test.yaml", "heartbeat.test.yaml", "misc.test.yaml"} <= set(files)
+    assert {"slo.test.yaml", "embedding.test.yaml", "heartbeat.test.yaml", "misc.test.yaml",
+            "gate.test.yaml"} <= set(files)
     for name in files:
         tests = _load(f"alerts/tests/{name}")["tests"]
         checks = [c for t in tests for c in t["alert_rule_test"]]
@@ -163,8 +219,8 @@ def test_promtool_unit_tests_pass_with_must_fire_and_must_not_fire_cases():
         assert any(not c["exp_alerts"] for c in checks), f"{name} has no must-not-fire case"
         for c in checks:
             for exp in c["exp_alerts"]:
-                assert exp["exp_annotations"]["runbook_url"].endswith(
-                    "#" + c["alertname"].lower())
+                url = exp["exp_annotations"]["runbook_url"]
+                assert url.startswith(generate.RUNBOOK_URL + "#"), url
                 assert "severity" in exp["exp_labels"]
 
     def run(name):  # one process per file: two cores, and the slowest file bounds the wait
@@ -174,6 +230,24 @@ def test_promtool_unit_tests_pass_with_must_fire_and_must_not_fire_cases():
     with ThreadPoolExecutor(max_workers=2) as pool:
         for name, proc in pool.map(run, files):
             assert proc.returncode == 0, f"{name}:\n{proc.stdout}{proc.stderr}"
+
+
+def test_every_gate_check_and_the_target_down_alert_have_must_fire_and_must_not_fire_cases():
+    cases = {}
+    for name in ("gate.test.yaml", "misc.test.yaml"):
+        for test in _load(f"alerts/tests/{name}")["tests"]:
+            for c in test["alert_rule_test"]:
+                for exp in c["exp_alerts"] or [{"exp_labels": {}}]:
+                    key = (c["alertname"], exp["exp_labels"].get("check"))
+                    cases.setdefault(key, set()).add(bool(c["exp_alerts"]))
+    for check in GATE_CHECKS:
+        fired = cases.get(("MemhealthGateCheckRed", check), set())
+        assert True in fired, f"no must-fire case for {check}"
+    gate_tests = _load("alerts/tests/gate.test.yaml")["tests"]
+    assert len(gate_tests) == len(GATE_CHECKS)
+    for test in gate_tests:  # each check's case also says when it must stay silent
+        assert any(not c["exp_alerts"] for c in test["alert_rule_test"]), test["name"]
+    assert cases[("MemhealthTargetDown", None)] == {True, False}
 
 
 def test_promtool_tests_cover_the_promised_scenarios():
@@ -192,7 +266,8 @@ def test_promtool_tests_cover_the_promised_scenarios():
 
 
 def test_every_rule_expression_names_only_catalog_metrics_or_recorded_rules():
-    known = _known_series() | generate.recorded_names()
+    # plus `up`, Prometheus' own scrape health, which the target-down alert reads
+    known = _known_series() | generate.recorded_names() | {"up"}
     for rule in _rules():
         names = metric_names(rule["expr"])
         assert names <= known, f"{rule.get('record') or rule.get('alert')}: unknown {names - known}"
@@ -217,11 +292,11 @@ def test_recording_rules_follow_level_metric_operations_and_divide_sums():
 
 
 def test_burn_tiers_follow_the_workbook():
-    tiers = {(sev, long, short, burn) for sev, long, short, burn in generate.BURN_TIERS}
+    tiers = {(sev, long, short, burn) for sev, long, short, burn in BURN_TIERS}
     assert tiers == {("critical", "1h", "5m", 14.4), ("critical", "6h", "30m", 6.0),
                      ("warning", "1d", "2h", 3.0), ("warning", "3d", "6h", 1.0)}
-    for _, long, short, _ in generate.BURN_TIERS:
-        assert generate.WINDOW_SECONDS[long] == 12 * generate.WINDOW_SECONDS[short]
+    for _, long, short, _ in BURN_TIERS:
+        assert WINDOW_SECONDS[long] == 12 * WINDOW_SECONDS[short]
     for hook, budget in HOOK_LATENCY_BUDGETS_S.items():
         assert hook in HOOKS and budget in HOOK_DURATION_BUCKETS
     burns = [r for r in _alert_rules() if "BudgetBurn" in r["alert"]]
@@ -232,35 +307,112 @@ def test_burn_tiers_follow_the_workbook():
         assert rule["expr"].count(" and ") == 4 and ">= 3" in rule["expr"]
 
 
-def test_every_alert_is_actionable_named_and_has_a_runbook_section():
+github_anchor = runbook.anchor
+
+
+def test_github_anchor_matches_how_the_forges_slug_headings():
+    assert github_anchor("MemhealthGateCheckRed") == "memhealthgatecheckred"
+    assert github_anchor("Gate check ingest_freshness") == "gate-check-ingest_freshness"
+    assert github_anchor("What's new? (v2)") == "whats-new-v2"
+
+
+def _runbook() -> tuple[str, dict[str, str]]:
+    """The runbook text and {anchor: section text} for every ## and ### heading."""
     with open(os.path.join(REPO, "alerts", "runbook.md"), encoding="utf-8") as fh:
-        runbook = fh.read()
-    anchors = {re.sub(r"[^a-z0-9 _-]", "", h.strip().lower()).replace(" ", "-")
-               for h in re.findall(r"^## (.+)$", runbook, re.M)}
+        text = fh.read()
+    sections = {}
+    parts = re.split(r"^(#{2,3}) (.+)$", text, flags=re.M)
+    for i in range(1, len(parts), 3):
+        anchor = github_anchor(parts[i + 1])
+        assert anchor not in sections, f"duplicate runbook heading {parts[i + 1]!r}"
+        sections[anchor] = parts[i + 2]
+    return text, sections
+
+
+def test_every_alert_is_actionable_named_and_links_to_a_runbook_section_that_exists():
+    text, sections = _runbook()
+    assert "Do not edit" not in text  # prose a person maintains, not generator output
     rules = _alert_rules()
     names = {r["alert"] for r in rules}
     assert {"MemhealthWatchdog", "MemhealthEmbeddingDown", "MemhealthEmbeddingWedged",
             "MemhealthEmbeddingModelMissing", "MemhealthEmbeddingColdStart",
             "MemhealthHookHeartbeatMissing", "MemhealthIngestStale",
-            "MemhealthExporterDown"} <= names
+            "MemhealthExporterDown", "MemhealthGateCheckRed", "MemhealthTargetDown"} <= names
+    linked = set()
     for rule in rules:
         name = rule["alert"]
         assert re.fullmatch(r"Memhealth(?:[A-Z][a-z0-9]*)+", name), name
         assert rule["labels"]["severity"] in ("critical", "warning", "info", "none"), name
         ann = rule["annotations"]
         assert ann["summary"].strip() and ann["description"].strip(), name
-        url = ann["runbook_url"]
-        assert url == f"alerts/runbook.md#{name.lower()}", url
-        assert url.split("#", 1)[1] in anchors, f"no runbook section for {name}"
-        section = runbook.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0]
+        base, _, anchor = ann["runbook_url"].partition("#")
+        # absolute, so Alertmanager and Grafana render it as a link
+        assert base == generate.RUNBOOK_URL and urlsplit(base).scheme in ("http", "https"), ann["runbook_url"]
+        assert anchor in sections, f"{name}: no runbook heading with anchor #{anchor}"
+        linked.add(anchor)
+    for name in names:  # every alert has its own ## section saying what, how to check, how to fix
+        section = sections[name.lower()]
         for part in ("What it means", "How to check", "How to fix"):
             assert part in section, (name, part)
         assert "memhealth " in section or "ollama" in section or "amtool" in section, name
-    assert set(anchors) == {n.lower() for n in names}  # no orphan sections
+    for check in GATE_CHECKS:  # and each gate check its own subsection, linked from its rule
+        assert f"gate-check-{check}" in linked, check
+        # causes and their fixes: prose naming a command, key or file to act on
+        assert len(sections[f"gate-check-{check}"].strip()) > 60 and "`" in sections[
+            f"gate-check-{check}"], check
+    assert set(sections) == linked | {n.lower() for n in names}  # no orphan sections
     cold = next(r for r in rules if r["alert"] == "MemhealthEmbeddingColdStart")
     assert cold["labels"]["severity"] == "info" and cold["labels"]["state"] == "cold"
     watchdog = next(r for r in rules if r["alert"] == "MemhealthWatchdog")
     assert watchdog["expr"] == "vector(1)"
+
+
+def test_one_alert_per_gate_check_with_the_checks_severity():
+    assert [c.name for c in GATE_CHECK_LIST] == [name for name, _ in CHECKS]
+    gate_rules = {r["labels"]["check"]: r for r in _alert_rules()
+                  if r["alert"] == "MemhealthGateCheckRed"}
+    assert set(gate_rules) == set(GATE_CHECKS)
+    for name, rule in gate_rules.items():
+        check = GATE_CHECKS[name]
+        assert rule["labels"]["severity"] == check.severity
+        assert rule["expr"] == (f'max by (instance, check) '
+                                f'(memhealth_gate_check_status{{check="{name}"}}) == 2')
+        assert rule["annotations"]["runbook_url"].endswith(f"#gate-check-{name}")
+        assert "FIX: run `memhealth gate`" in rule["annotations"]["description"]
+    assert {c.severity for c in GATE_CHECK_LIST} == {"critical", "warning"}
+    # a dedicated alert names the check it explains, and the check lists it as covering it
+    for rule in _alert_rules():
+        check = rule["labels"].get("check")
+        if check and rule["alert"] != "MemhealthGateCheckRed":
+            assert rule["alert"] in GATE_CHECKS[check].covered_by, rule["alert"]
+    covering = {a for c in GATE_CHECK_LIST for a in c.covered_by}
+    assert covering <= {r["alert"] for r in _alert_rules() if "check" in r["labels"]}
+    # ... and fires no later than the generic alert, so it is there to mute it
+    minutes = {"m": 1, "h": 60}
+    for rule in _alert_rules():
+        check = rule["labels"].get("check")
+        if check and rule["alert"] != "MemhealthGateCheckRed":
+            mine, generic = rule["for"], gate_rules[check]["for"]
+            assert int(mine[:-1]) * minutes[mine[-1]] <= int(generic[:-1]) * minutes[generic[-1]]
+
+
+def test_target_down_alert_watches_the_scrape_job_the_stack_uses():
+    rule = next(r for r in _alert_rules() if r["alert"] == "MemhealthTargetDown")
+    assert rule["expr"] == f'up{{job="{SCRAPE_JOB}"}} == 0'
+    jobs = [j["job_name"] for j in _load("compose/prometheus.yml")["scrape_configs"]]
+    assert jobs == [SCRAPE_JOB]
+
+
+def test_thresholds_shared_with_the_gate_have_one_definition():
+    import probes.checks
+    import telemetry.slo
+
+    assert probes.checks.EXPORT_MAX_LAG_S is telemetry.slo.EXPORT_MAX_LAG_S
+    exporter = next(r for r in _alert_rules() if r["alert"] == "MemhealthExporterDown")
+    assert f"> {telemetry.slo.EXPORT_MAX_LAG_S})\n" in exporter["expr"]
+    assert defaults()["gate"]["ingest_max_age_days"] == INGEST_MAX_AGE_DAYS
+    stale = next(r for r in _alert_rules() if r["alert"] == "MemhealthIngestStale")
+    assert stale["expr"].endswith(f"> {int(INGEST_MAX_AGE_DAYS * 86400)}")
 
 
 # -- dashboards ----------------------------------------------------------------------------------
@@ -309,6 +461,16 @@ def test_every_dashboard_expression_parses_and_names_only_known_series(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_a_pinned_ref_id_survives_the_layout_and_the_others_fill_in_around_it():
+    from telemetry.artifacts.dashboards.layout import Layout, target
+
+    layout = Layout()
+    layout.add("t", "timeseries", [target("a"), target("b", ref="A"), target("c")], "d")
+    assert [t["refId"] for t in layout.panels[0]["targets"]] == ["B", "A", "C"]
+    with pytest.raises(ValueError, match="pinned twice"):
+        layout.add("u", "timeseries", [target("a", ref="A"), target("b", ref="A")], "d")
+
+
 def test_dashboards_cover_the_promised_views():
     exprs = {name: " ".join(t["expr"] for p in d["panels"] for t in p["targets"])
              for name, d in _dashboards().items()}
@@ -355,7 +517,15 @@ ROUTES = [
     ("ticket", {"alertname": "MemhealthIngestStale", "severity": "warning"}),
     ("ticket", {"alertname": "SomethingUnlabelled"}),  # paging must be declared
     ("null", {"alertname": "MemhealthEmbeddingColdStart", "severity": "info", "state": "cold"}),
-    ("watchdog", {"alertname": "MemhealthWatchdog", "severity": "none"}),
+    # the dead man's switch outside serve, and serve's own record of it for the dashboard
+    ("deadman,watchdog", {"alertname": "MemhealthWatchdog", "severity": "none",
+                          "component": "meta"}),
+    ("serve-down", {"alertname": "MemhealthTargetDown", "severity": "critical",
+                    "component": "serve", "job": "memhealth", "instance": "127.0.0.1:9464"}),
+    ("page", {"alertname": "MemhealthGateCheckRed", "severity": "critical",
+              "check": "index_integrity", "component": "store"}),
+    ("ticket", {"alertname": "MemhealthGateCheckRed", "severity": "warning",
+                "check": "render_novelty", "component": "memory"}),
 ]
 
 
@@ -371,28 +541,48 @@ def test_amtool_routes_each_severity_to_its_receiver(receiver, labels):
 
 def test_every_generated_alert_routes_where_its_severity_says():
     amtool = require_binary("amtool")
-    expected = {"critical": "page", "warning": "ticket", "info": "null", "none": "watchdog"}
+    expected = {"critical": "page", "warning": "ticket", "info": "null"}
+    # the two alerts about serve itself or the path to it never end inside serve alone
+    outside = {"MemhealthWatchdog": "deadman,watchdog", "MemhealthTargetDown": "serve-down"}
+    seen = set()
     for rule in _alert_rules():
         labels = {"alertname": rule["alert"], **rule["labels"]}
         proc = subprocess.run(
             [amtool, "config", "routes", "test", f"--config.file={AM_CONFIGS[0]}",
              *[f"{k}={v}" for k, v in labels.items()]], capture_output=True, text=True, timeout=30)
-        assert proc.stdout.strip() == expected[rule["labels"]["severity"]], (rule["alert"], proc.stdout)
+        want = outside.get(rule["alert"]) or expected[rule["labels"]["severity"]]
+        assert proc.stdout.strip() == want, (rule["alert"], proc.stdout)
+        seen.add(rule["alert"])
+    assert set(outside) <= seen
 
 
 def test_alertmanager_configs_send_to_serve_and_inhibit_as_designed():
     local, composed = (_load(os.path.relpath(p, REPO)) for p in AM_CONFIGS)
-    urls = {c["url"] for r in local["receivers"] for c in r.get("webhook_configs", [])}
-    assert urls == {"http://127.0.0.1:9464/alerts"}
-    curls = {c["url"] for r in composed["receivers"] for c in r.get("webhook_configs", [])}
-    assert curls == {"http://memhealth:9464/alerts"}
+
+    def urls(config):
+        return {r["name"]: [c["url"] for c in r.get("webhook_configs", [])]
+                for r in config["receivers"]}
+
+    assert urls(local) == {"page": ["http://127.0.0.1:9464/alerts"],
+                           "ticket": ["http://127.0.0.1:9464/alerts"],
+                           "watchdog": ["http://127.0.0.1:9464/alerts"],
+                           "deadman": [WATCHDOG_URL], "serve-down": [SERVE_DOWN_URL],
+                           "null": []}
+    # the dead man's switch and the target-down receiver are outside serve
+    for outside in (WATCHDOG_URL, SERVE_DOWN_URL):
+        assert outside.startswith("https://") and ":9464" not in outside
+    assert urls(composed)["page"] == ["http://memhealth:9464/alerts"]
     # the two differ only in the webhook address
     assert json.dumps(local).replace("127.0.0.1", "memhealth") == json.dumps(composed)
     inhibit = {tuple(r["source_matchers"]): r for r in local["inhibit_rules"]}
     assert inhibit[('alertname="MemhealthEmbeddingColdStart"',)]["target_matchers"] == [
         'slo="hook-latency"']
+    # scoped: a page mutes only the ticket of the same alert (and the same gate check)
     crit = inhibit[('severity="critical"',)]
-    assert "alertname" not in crit["equal"] and "instance" in crit["equal"]
+    assert crit["equal"] == ["instance", "alertname", "check"]
+    dedicated = inhibit[('alertname!="MemhealthGateCheckRed"', 'check=~".+"')]
+    assert dedicated["target_matchers"] == ['alertname="MemhealthGateCheckRed"']
+    assert dedicated["equal"] == ["instance", "check"]
 
 
 # -- compose -------------------------------------------------------------------------------------

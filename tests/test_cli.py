@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from memhealth.cli import COMMANDS, build_parser
+from memhealth.cli import COMMANDS, build_parser, main
+from memhealth.cliutil import PROJECT_HELP
 from tests.conftest import clean_env, memhealth_cmd, payload, run_cli
 
 
@@ -16,19 +17,92 @@ def available_commands():
     return sub.choices
 
 
-def test_every_command_has_help_text():
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_in_the_table_is_registered_with_help_text(name, capsys):
     choices = available_commands()
-    assert {"init", "hook", "demo"} <= set(choices)
-    for name, sub in choices.items():
-        assert name in COMMANDS
-        assert sub.description and len(sub.description) > 20, name
-        proc = run_cli(name, "--help")
-        assert proc.returncode == 0 and "usage:" in proc.stdout, name
+    assert list(choices) == COMMANDS
+    assert choices[name].description and len(choices[name].description) > 20
+    with pytest.raises(SystemExit) as info:
+        main([name, "--help"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith(f"usage: memhealth {name}")
 
 
-def test_no_command_prints_help_and_exits_2():
-    proc = run_cli()
-    assert proc.returncode == 2 and "COMMAND" in proc.stdout
+def test_help_through_the_installed_entry_point():
+    proc = run_cli("gate", "--help")
+    assert proc.returncode == 0 and "usage: memhealth gate" in proc.stdout
+
+
+def test_a_command_module_that_is_missing_fails_loudly(monkeypatch):
+    import memhealth.cli as cli
+
+    monkeypatch.setattr(cli, "COMMANDS", [*COMMANDS, "vanished"])
+    with pytest.raises(ModuleNotFoundError, match="memhealth.cmd_vanished"):
+        cli.build_parser()
+
+
+@pytest.mark.parametrize("argv, complaint", [
+    (["serve", "--all"], "unrecognized arguments: --all"),  # once silently --allow-remote
+    (["search", "x", "--js"], "unrecognized arguments: --js"),
+    (["embed", "--batch", "0"], "argument --batch: must be positive, not 0"),
+    (["search", "x", "--k", "0"], "argument --k: must be positive, not 0"),
+    (["ingest", "--budget-s", "-1"], "argument --budget-s: must be positive, not -1"),
+    (["report", "--days", "nan"], "argument --days: 'nan' is not a finite number"),
+    (["embed", "--batch", "many"], "argument --batch: 'many' is not a number"),
+])
+def test_usage_errors_exit_2_before_anything_runs(argv, complaint, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert complaint in capsys.readouterr().err
+
+
+def test_an_empty_search_query_is_a_usage_error(project, cli):
+    run = cli("search", "  ", "--project", project)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith("memhealth search: QUERY is empty")
+
+
+def test_project_help_says_the_nearest_memhealth_directory_is_used():
+    for name, sub in available_commands().items():
+        action = next((a for a in sub._actions if a.dest == "project"), None)
+        if action is None:
+            continue
+        if name == "init":  # init sets up the directory it is given; it does not look upward
+            assert action.default == "." and "directory to set up" in action.help
+            continue
+        assert action.default is None and action.help == PROJECT_HELP, name
+        assert "(default: .)" not in action.help
+
+
+def test_project_is_found_from_a_subdirectory(project, cli, monkeypatch):
+    sub = project / "src" / "deep"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    run = cli("report", "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["window"]["days"] == 7.0
+    assert cli("search", "anything", "--project", sub).returncode == 0
+
+
+def test_a_project_directory_that_does_not_exist_is_exit_2(tmp_path, cli):
+    run = cli("report", "--project", tmp_path / "nope")
+    assert run.returncode == 2
+    assert run.stderr.strip() == f"memhealth report: --project {tmp_path / 'nope'}: no such directory"
+
+
+def test_every_packages_error_base_is_one_line_not_a_traceback():
+    import importlib
+    import inspect
+
+    from memhealth.cli import caught_errors
+
+    caught = caught_errors()
+    for package in ("memhealth", "memory_core", "probes", "telemetry"):
+        module = importlib.import_module(f"{package}.errors")
+        assert module.__doc__ and "└──" in module.__doc__, package  # the tree, drawn
+        bases = [cls for _n, cls in inspect.getmembers(module, inspect.isclass)
+                 if cls.__module__ == module.__name__ and Exception in cls.__bases__]
+        assert len(bases) == 1, (package, bases)
+        assert issubclass(bases[0], caught), package
 
 
 HEAVY = ("httpx", "prometheus_client", "opentelemetry", "argparse", "tomllib", "sqlite_vec", "grpc")
@@ -66,13 +140,17 @@ HOOK_PATH_MODULES = {
 }
 
 
-def test_cli_commands_leave_their_spans_in_the_outbox(project):
+def test_cli_commands_leave_their_spans_in_the_outbox(project, tmp_path, cli, monkeypatch):
     from tests.conftest import rows
 
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no transcripts of the developer's
+    env = {"MEMHEALTH_INGEST_GIT": "false"}
     (project / "README.md").write_text("# Notes\n\nThe snapshot compactor folds streams.\n")
-    for args in (["ingest", "--project", str(project)], ["search", "compactor", "--project", str(project)],
-                 ["gate", "--project", str(project)]):
-        assert run_cli(*args).returncode in (0, 1), args
+    assert cli("ingest", "--project", project, env=env).returncode == 0
+    found = cli("search", "compactor", "--project", project)
+    assert found.returncode == 0 and "README.md" in found.stdout  # what ingest indexed
+    gate = cli("gate", "--project", project)
+    assert gate.returncode == 0, gate.stdout
     spans = rows(project, "SELECT name, parent_span_id IS NULL, trace_id FROM spans")
     roots = {name: trace for name, is_root, trace in spans if is_root}
     assert {"memhealth ingest", "memhealth search", "memhealth gate"} <= set(roots)

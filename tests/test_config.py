@@ -61,7 +61,13 @@ def test_a_bad_environment_value_names_the_variable(tmp_path, name, value):
 
 
 def test_unrelated_memhealth_variables_are_not_config(tmp_path):
-    load(str(tmp_path), environ={"MEMHEALTH_HOME": "/x", "MEMHEALTH_X": "1"})
+    unrelated = {"MEMHEALTH_HOME": "/x", "MEMHEALTH_X": "1", "MEMHEALTH_CACHE_DIR": "/y"}
+    assert load(str(tmp_path), environ=unrelated) == load(str(tmp_path), environ={})
+    # beside a real one, only the real one counts
+    cfg = load(str(tmp_path), environ={**unrelated, "MEMHEALTH_EMBEDDING_DIM": "384"})
+    assert cfg["embedding"]["dim"] == 384
+    assert {k: v for k, v in cfg.items() if k != "embedding"} == \
+        {k: v for k, v in load(str(tmp_path), environ={}).items() if k != "embedding"}
 
 
 def test_the_json_cache_follows_edits_to_the_file(tmp_path):

@@ -51,8 +51,9 @@ def tool(project, name: str, tool_input: dict, session: str = "s1", cwd=None) ->
 
 
 def start(project, source: str, session: str = "s1") -> str:
-    run = run_hook("session-start", payload("SessionStart", project, session_id=session, source=source),
-                   cwd=str(project))
+    body = payload("SessionStart", project, session_id=session)
+    body["source"] = source  # recorded payloads exist for startup, resume and compact, not clear
+    run = run_hook("session-start", body, cwd=str(project))
     assert run.returncode == 0
     return run.context()
 

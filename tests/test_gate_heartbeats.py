@@ -58,7 +58,15 @@ def test_prompts_the_prompt_hook_saw_keep_the_boundary_green(project, tmp_path):
             fh.write(_prompt_line(text))
         run_hook("prompt", payload("UserPromptSubmit", project, session_id="s-one", prompt=text), project)
     context = _session_start(project, "s-two", tmp_path / "s-two.jsonl")
-    assert "RED hook_heartbeats" not in context
+    assert context.startswith("MEMORY-HEALTH: ")
+    assert _heartbeat_line(context) == ""  # green checks print no line
+    proc = run_cli("gate", "--json", "--project", str(project))
+    check = next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "hook_heartbeats")
+    assert check["status"] == "green"
+    # both prompts the transcript gained were seen by the prompt hook: 2 session starts + 2
+    assert check["detail"].startswith("7 hooks wired; 4 runs in ")
+    assert check["detail"].endswith("latest all ok")
+    assert rows(project, "SELECT count(*) FROM heartbeats WHERE hook = 'prompt' AND outcome = 'ok'") == [(2,)]
 
 
 def test_a_hook_killed_mid_run_is_reported_as_killed_and_red(project):
@@ -109,3 +117,22 @@ def test_rows_the_database_could_not_take_are_red(project):
         blocker.execute("ROLLBACK")
         blocker.close()
     assert r.status == "red" and "1 row(s) in spill.ndjson" in r.detail
+
+
+def test_hooks_wired_to_a_missing_interpreter_are_red_and_named(project, tmp_path):
+    """A deleted or moved virtualenv: every hook exits 127 before memhealth runs, so no
+    heartbeat is ever written and the rows alone look idle. The gate reads the commands."""
+    settings = project / ".claude" / "settings.local.json"
+    text = settings.read_text()
+    launcher = json.loads(text)["hooks"]["Stop"][0]["hooks"][0]["command"].rsplit(" hook ", 1)[0]
+    gone = str(tmp_path / "gone-venv" / "bin" / "memhealth")
+    settings.write_text(text.replace(launcher, gone))
+    proc = run_cli("gate", "--json", "--project", str(project))
+    assert proc.returncode == 1, proc.stdout
+    check = next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "hook_heartbeats")
+    assert check["status"] == "red" and gone in check["detail"], check
+    assert "memhealth init" in check["fix"]
+    settings.write_text(text)  # put back: the same project is green again
+    check = next(c for c in json.loads(run_cli("gate", "--json", "--project", str(project)).stdout)["checks"]
+                 if c["name"] == "hook_heartbeats")
+    assert check["status"] == "green", check

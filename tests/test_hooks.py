@@ -12,10 +12,7 @@ import time
 
 import pytest
 
-# The same SQLite library as the code under test: two libraries in one process release
-# each other's POSIX locks on close, and a WAL database can then read as malformed.
-from memory_core.db import sqlite3
-from tests.conftest import clean_env, payload, rows, run_hook
+from tests.conftest import clean_env, memhealth_cmd, payload, rows, run_hook
 
 HOOK_EVENTS = ["session-start", "prompt", "pre-tool", "post-tool", "pre-compact", "stop", "session-end"]
 
@@ -34,6 +31,28 @@ def test_every_event_exits_zero_and_records_an_ok_heartbeat(project, event):
     assert run.stderr == b""
     hook, outcome, reason, _detail, completed = last_heartbeat(project)
     assert (hook, outcome, reason, completed) == (event, "ok", None, 1)
+
+
+_REAL = sorted(f[:-5] for f in os.listdir(os.path.join(os.path.dirname(__file__), "fixtures", "payloads"))
+               if f.endswith(".json"))
+_HOOK_OF = {"session_start": "session-start", "user_prompt_submit": "prompt", "pre_tool_use": "pre-tool",
+            "post_tool_use": "post-tool", "pre_compact": "pre-compact", "stop": "stop", "session_end": "session-end"}
+
+
+@pytest.mark.parametrize("name", _REAL)
+def test_every_payload_the_real_cli_sent_is_handled_as_ok(project, tmp_path, name):
+    """tests/fixtures/payloads: the exact shapes CLI 2.1.332 sent (PostToolUse for Read has a
+    `tool_response` object, Stop has `last_assistant_message`, ...), captured by tests/e2e."""
+    from tests.payloads import real_payload
+
+    event = next(hook for prefix, hook in _HOOK_OF.items() if name.startswith(prefix))
+    body = real_payload(name, project, home=tmp_path / "home")
+    run = run_hook(event, body, cwd=str(project))
+    assert (run.returncode, run.stderr) == (0, b"")
+    assert last_heartbeat(project)[:3] == (event, "ok", None)
+    assert rows(project, "SELECT session_id FROM heartbeats WHERE hook = ?", (event,)) == [(body["session_id"],)]
+    if event in ("session-start", "prompt", "pre-tool", "post-tool") and run.stdout:
+        assert json.loads(run.stdout)["hookSpecificOutput"]["hookEventName"] == body["hook_event_name"]
 
 
 @pytest.mark.parametrize("stdin, reason", [
@@ -215,40 +234,41 @@ def test_sixteen_concurrent_hook_processes_lose_no_heartbeat_and_never_lock_out(
 
 
 def test_a_hook_killed_mid_work_is_counted_as_killed(project):
+    """Deterministic: the session-start hook is held inside its work by an embedding server
+    that takes the request and never answers; it is killed once the server has the request
+    (so its started row is written and its completion cannot be)."""
     from memory_core.db import connect
     from memory_core.heartbeat import reap_killed
+    from tests.ollama_standin import OllamaStandin
 
-    prompt = "should we rebuild the vector index " * 40000  # enough work to stop it mid-way
-    body = json.dumps(payload("prompt", project, prompt=prompt)).encode()
+    with OllamaStandin("hung", dim=8, hang_s=120) as ollama:
+        env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM="8",
+                        MEMHEALTH_EMBEDDING_TIMEOUT_S="60")
+        proc = subprocess.Popen(memhealth_cmd() + ["hook", "session-start"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=str(project), env=env)
+        try:
+            proc.stdin.write(json.dumps(payload("SessionStart", project, source="startup")).encode())
+            proc.stdin.close()
+            deadline = time.monotonic() + 30
+            while "/api/embed" not in ollama.paths() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert "/api/embed" in ollama.paths(), "the hook never reached its embedding probe"
+            assert proc.poll() is None  # still waiting on the server
+        finally:
+            proc.kill()  # SIGKILL: no handler runs, nothing more is written
+            proc.wait(10)
     db = str(project / ".memhealth" / "memory.db")
-    for _attempt in range(10):
-        proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "memhealth"), "hook", "prompt"],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                cwd=str(project), env=clean_env())
-        proc.stdin.write(body)
-        proc.stdin.close()
-        deadline = time.monotonic() + 10
-        started = False
-        watcher = sqlite3.connect(db, timeout=10)
-        while time.monotonic() < deadline and proc.poll() is None:
-            if watcher.execute("SELECT 1 FROM heartbeats WHERE pid = ? AND outcome IS NULL", (proc.pid,)).fetchone():
-                proc.kill()  # SIGKILL: no handler runs, nothing is written
-                started = True
-                break
-            time.sleep(0.0005)
-        proc.wait(10)
-        watcher.close()
-        if started:
-            break
-    else:
-        pytest.fail("could not catch the hook between its started row and its completion")
     conn = connect(db)
-    assert reap_killed(conn, killed_after_s=900) == 1
-    outcome = conn.execute("SELECT outcome FROM heartbeats WHERE pid = ?", (proc.pid,)).fetchone()
-    assert outcome == ("killed",)
+    # the hook's own row and the gate's (it runs inside session start) were both cut off
+    assert reap_killed(conn, killed_after_s=900) == 2
+    outcomes = conn.execute("SELECT hook, outcome FROM heartbeats WHERE pid = ? ORDER BY hook",
+                            (proc.pid,)).fetchall()
+    assert outcomes == [("gate", "killed"), ("session-start", "killed")]
     (value,) = conn.execute(
         "SELECT value FROM rollups WHERE metric = 'memhealth_hook_invocations_total' "
-        "AND labels = ?", ('{"hook":"prompt","outcome":"killed"}',)).fetchone()
+        "AND labels = ?", ('{"hook":"session-start","outcome":"killed"}',)).fetchone()
+    conn.close()
     assert value == 1
 
 

@@ -14,13 +14,15 @@ def env(tmp_path):
     return clean_env(HOME=str(tmp_path / "home"), MEMHEALTH_INGEST_GIT="false")
 
 
-def test_ingest_prints_a_one_line_summary_when_stderr_is_not_a_terminal(project, tmp_path):
+def test_ingest_prints_a_summary_line_then_its_notes_when_stderr_is_not_a_terminal(project, tmp_path):
     (project / "README.md").write_text("# Project\n\nThe checkpoint guard lives here.\n", encoding="utf-8")
     proc = run_cli("ingest", "--project", str(project), env=env(tmp_path))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 1
     assert lines[0].startswith("memhealth ingest: 1 of 1 files changed, +1 -0 chunks (docs +1), 0 errors")
+    # the note is printed, not hidden behind "1 note (--json)"
+    assert "(--json)" not in lines[0]
+    assert len(lines) == 2 and lines[1].startswith("  note (transcript): no Claude Code transcript directory")
     assert proc.stderr == "", "no progress bar without a terminal"
     again = run_cli("ingest", "--project", str(project), env=env(tmp_path))
     assert again.stdout.startswith("memhealth ingest: 0 of 1 files changed, +0 -0 chunks")
@@ -115,3 +117,26 @@ def test_a_trace_gets_an_ingest_span_with_one_child_per_source(tmp_path):
     assert docs.parent_span_id == root.span_id
     assert docs.attributes["memhealth.ingest.chunks_added"] == 1
     assert all(s.end_ns is not None for s in trace.spans)
+
+
+def test_ingest_with_embeddings_says_how_many_chunks_still_lack_a_vector(project, tmp_path, cli,
+                                                                         monkeypatch):
+    """Chunks ingested before embeddings were configured have no vector: "vectors ok: 0
+    embedded" read as healthy while the gate said RED vector_coverage."""
+    from tests.ollama_standin import OllamaStandin
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (project / "README.md").write_text("# Project\n\nThe checkpoint guard lives here.\n", encoding="utf-8")
+    (project / "wal.md").write_text("# WAL\n\nThe checkpoint stalls under load.\n", encoding="utf-8")
+    assert cli("ingest", "docs", "--project", project).returncode == 0  # BM25 only, no vectors
+    with OllamaStandin("healthy", dim=8) as ollama:
+        env = {"MEMHEALTH_EMBEDDING_URL": ollama.url, "MEMHEALTH_EMBEDDING_DIM": 8}
+        as_text = cli("ingest", "docs", "--project", project, env=env)
+        as_json = cli("ingest", "docs", "--json", "--project", project, env=env)
+    assert as_text.returncode == as_json.returncode == 0
+    text, data = as_text.stdout, json.loads(as_json.stdout)
+    first, second = text.splitlines()
+    assert first.endswith(" s") and "vectors ok: 0 embedded, 0/2 chunks have one" in first
+    assert second == "  vectors: 2 chunk(s) have no vector; `memhealth embed` backfills them"
+    assert data["vectors"] == {"state": "ok", "embedded": 0, "pending": 0, "detail": "",
+                               "with_vector": 0, "chunks": 2}

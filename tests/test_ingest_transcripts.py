@@ -277,3 +277,37 @@ def test_a_prompt_pasted_with_a_huge_image_is_kept_and_an_absurd_line_skipped(tm
     got = conn.execute("SELECT line_start, content FROM chunks ORDER BY line_start").fetchall()
     assert got == [(1, "the chart in this screenshot is wrong"), (3, "after the images")]
     assert report.sources["transcript"].malformed == 1
+
+
+def test_a_transcript_the_real_cli_wrote_yields_only_typed_prompts_and_replies(tmp_path):
+    """tests/fixtures/payloads/transcript.jsonl was written by Claude Code 2.1.332 in the
+    e2e suite (tests/e2e/test_full_session.py): `attachment` lines (each hook's stdout,
+    hook_additional_context), `queue-operation` lines repeating the prompt, `system`
+    stop-hook summaries. Only the user's typed prompts and the assistant's text may become
+    memory, each chunk on a user/assistant line."""
+    root = tmp_path / "proj"
+    (root / "tx").mkdir(parents=True)
+    source = os.path.join(FIXTURES, "payloads", "transcript.jsonl")
+    shutil.copy(source, root / "tx" / "session.jsonl")
+    with open(source, encoding="utf-8") as fh:
+        records = {n: json.loads(line) for n, line in enumerate(fh, start=1)}
+    kinds = {r["type"] for r in records.values()}
+    assert {"attachment", "queue-operation", "system", "user", "assistant"} <= kinds
+    hook_output = [r["attachment"] for r in records.values() if r["type"] == "attachment"
+                   and r["attachment"]["type"] in ("hook_success", "hook_additional_context")]
+    assert hook_output, "the fixture must hold hook output to test against"
+    conn = connect(str(root / "memory.db"))
+    try:
+        report = run_ingest(conn, str(root), config())
+        assert report.errors == 0
+        chunks = file_chunks(conn, "session.jsonl")
+    finally:
+        conn.close()
+    assert {records[line]["type"] for line, _kind, _text in chunks} == {"user", "assistant"}
+    texts = "\n".join(text for _, _, text in chunks)
+    for marker in ("MEMORY-HEALTH", "hookSpecificOutput", "memhealth memory:", "Pinned (invariants)"):
+        assert marker not in texts, marker
+    prompts = [text for _, kind, text in chunks if kind == "prompt"]
+    queued = [r["content"] for r in records.values() if r["type"] == "queue-operation" and r.get("content")]
+    assert prompts == [q for q in queued if q != "/compact"], (prompts, queued)
+    assert any(kind == "reply" and "batches appends" in text for _, kind, text in chunks)

@@ -98,10 +98,17 @@ def test_shared_settings_go_to_settings_json(tmp_path):
     assert not (tmp_path / ".claude" / "settings.local.json").exists()
 
 
-def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
-    proc = run_cli("init", "--project", str(tmp_path), "--dry-run")
-    assert proc.returncode == 0
-    assert "would: added UserPromptSubmit" in proc.stdout
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, cli):
+    run = cli("init", "--project", tmp_path, "--dry-run")
+    assert run.returncode == 0
+    lines = run.stdout.splitlines()
+    state = tmp_path / ".memhealth"
+    assert lines[0] == f"would create {state}/ (mode 0700)"
+    assert f"would write {state / 'config.toml'} (commented defaults)" in lines
+    assert any(line.startswith("would add UserPromptSubmit → ") for line in lines)
+    assert lines[-1] == f"would write {tmp_path / '.claude' / 'settings.local.json'}"
+    assert all(line.startswith("would ") and "would: " not in line and line.count("would") == 1
+               for line in lines), lines  # not "would: would write"
     assert os.listdir(tmp_path) == []
 
 

@@ -25,15 +25,16 @@ def seed(conn, n_generic=120, extra=()):
             conn.execute("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, "
                          "content_hash, created_ns) VALUES ('docs', ?, 1, 5, 'heading', 'notes', ?, ?, 0)",
                          (f"docs/n{i}.md", text, f"g{i}"))
-        for path, kind, title, content in extra:
+        for path, kind, title, content, *attrs in extra:
             conn.execute("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, "
-                         "content_hash, created_ns) VALUES ('memory', ?, 1, 9, ?, ?, ?, ?, 1780000000000000000)",
-                         (path, kind, title, content, path))
+                         "content_hash, attrs, created_ns) VALUES ('memory', ?, 1, 9, ?, ?, ?, ?, ?, 1780000000000000000)",
+                         (path, kind, title, content, path, json.dumps(attrs[0]) if attrs else None))
 
 
-COMPACTOR = ("memory/compactor.md", "invariant", "snapshot compactor exists",
+COMPACTOR = ("memory/compactor.md", "subsystem", "snapshot compactor exists",
              "The snapshot compactor already exists in src/compactor.py; it folds each stream every "
-             "10,000 events. Extend it instead of writing a second compactor.")
+             "10,000 events. Extend it instead of writing a second compactor.",
+             {"type": "subsystem", "name": "snapshot compactor", "path": "src/compactor.py"})
 
 
 @pytest.fixture
@@ -52,7 +53,8 @@ def cfg(**injection):
 def test_rare_shared_words_inject_with_provenance_and_arithmetic(store):
     r = inject.decide(store, "let's build a snapshot compactor for the streams", "build", cfg(), "s1", Trace())
     assert r.outcome == "injected"
-    assert "DO-NOT-REBUILD" in r.text and "memory/compactor.md:1-9" in r.text
+    assert 'DO-NOT-REBUILD? "snapshot compactor" may already exist (lives in src/compactor.py)' in r.text
+    assert "memory/compactor.md:1-9" in r.text
     assert "recorded 2026-05-28" in r.text and "verify before building on it" in r.text
     d = r.detail
     assert d["matched"] >= 2 and d["idf_sum"] >= d["threshold"] and d["max_idf"] >= 3.0
@@ -125,10 +127,10 @@ def test_the_prompt_hook_injects_as_additional_context_and_compaction_resets_the
     first = run_hook("prompt", body, cwd=str(project))
     assert first.returncode == 0
     assert json.loads(first.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
-    assert "snapshot compactor exists" in first.context()
+    assert 'DO-NOT-REBUILD? "snapshot compactor"' in first.context()
     assert run_hook("prompt", body, cwd=str(project)).stdout == b""  # capped: silence
     run_hook("pre-compact", payload("pre-compact", project, trigger="auto"), cwd=str(project))
-    assert "snapshot compactor exists" in run_hook("prompt", body, cwd=str(project)).context()
+    assert 'DO-NOT-REBUILD? "snapshot compactor"' in run_hook("prompt", body, cwd=str(project)).context()
     outcomes = [r[0] for r in rows(project, "SELECT outcome FROM decisions ORDER BY id")]
     assert outcomes == ["injected", "capped", "injected"]
 

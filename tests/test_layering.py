@@ -2,8 +2,9 @@
 
 - memory_core is the ground floor: it owns the store and its whole write path, and imports
   no sibling except the metric catalog (telemetry.catalog: pure data, stdlib only);
-- probes imports memory_core and the catalog;
-- the catalog imports only the standard library;
+- probes imports memory_core, the catalog and the SLO data (telemetry.slo: windows,
+  thresholds and the gate-check table shared with the rules; pure data, stdlib only);
+- the catalog and the SLO data import only the standard library;
 - telemetry reads the store and exports: it may import memory_core and probes, never the
   application (memhealth); nothing below telemetry imports it (but the catalog);
 - no cycle between packages;
@@ -22,8 +23,7 @@ from tests.conftest import REPO
 
 OURS = ("memory_core", "probes", "telemetry", "memhealth")
 HEAVY = ("httpx", "prometheus_client", "opentelemetry", "grpc", "google")
-HEAVY_AT_TOP_LEVEL_OK = {"telemetry/collector.py", "telemetry/export.py", "telemetry/serve.py",
-                         "telemetry/generate.py"}
+HEAVY_AT_TOP_LEVEL_OK = {"telemetry/collector.py", "telemetry/export.py", "telemetry/serve.py"}
 
 
 def modules(package: str):
@@ -53,6 +53,8 @@ def ours(names: set[str]) -> set[str]:
 
 
 CATALOG = {"telemetry", "telemetry.catalog"}  # `from telemetry import catalog` names both
+SLO = {"telemetry.slo"}
+DATA = ("telemetry.catalog", "telemetry.slo")  # stdlib-only data: a leaf of the package graph
 
 
 @pytest.mark.parametrize("path, tree", list(modules("memory_core")), ids=lambda v: v if isinstance(v, str) else "")
@@ -62,13 +64,14 @@ def test_the_memory_core_imports_only_itself_and_the_catalog(path, tree):
 
 
 @pytest.mark.parametrize("path, tree", list(modules("probes")), ids=lambda v: v if isinstance(v, str) else "")
-def test_probes_import_the_memory_core_and_the_catalog_only(path, tree):
-    bad = {n for n in ours(imported(tree)) if n.split(".")[0] not in ("memory_core", "probes")} - CATALOG
+def test_probes_import_the_memory_core_and_the_data_modules_only(path, tree):
+    bad = {n for n in ours(imported(tree)) if n.split(".")[0] not in ("memory_core", "probes")} - CATALOG - SLO
     assert bad == set(), path
 
 
-def test_the_catalog_imports_only_the_standard_library():
-    tree = ast.parse(open(os.path.join(REPO, "telemetry", "catalog.py"), encoding="utf-8").read())
+@pytest.mark.parametrize("name", ["catalog", "slo"])
+def test_the_data_modules_import_only_the_standard_library(name):
+    tree = ast.parse(open(os.path.join(REPO, "telemetry", f"{name}.py"), encoding="utf-8").read())
     names = imported(tree) - {"__future__"}
     non_stdlib = {n for n in names if n.split(".")[0] not in sys.stdlib_module_names}
     assert non_stdlib == set()
@@ -82,13 +85,14 @@ def test_the_write_path_lives_in_the_store_package():
 
 
 def package_graph() -> dict[str, set[str]]:
-    """Package -> packages it imports; the catalog is a leaf of its own ("catalog")."""
-    graph: dict[str, set[str]] = {p: set() for p in OURS + ("catalog",)}
+    """Package -> packages it imports; the data modules are a leaf of their own ("data")."""
+    graph: dict[str, set[str]] = {p: set() for p in OURS + ("data",)}
+    data_paths = {os.path.join(*name.split(".")) + ".py" for name in DATA}
     for package in OURS:
         for path, tree in modules(package):
-            src = "catalog" if path == os.path.join("telemetry", "catalog.py") else package
+            src = "data" if path in data_paths else package
             for name in ours(imported(tree)) - {"telemetry"}:  # `from telemetry import x` also names x
-                dst = "catalog" if name == "telemetry.catalog" else name.split(".")[0]
+                dst = "data" if name in DATA else name.split(".")[0]
                 if dst != src:
                     graph[src].add(dst)
     return graph
@@ -111,9 +115,9 @@ def test_no_cycle_between_packages():
             visit(node, [node])
 
 
-def test_nothing_below_telemetry_imports_it_except_the_catalog():
+def test_nothing_below_telemetry_imports_it_except_the_data_modules():
     graph = package_graph()
-    assert "telemetry" not in graph["memory_core"] | graph["probes"] | graph["catalog"]
+    assert "telemetry" not in graph["memory_core"] | graph["probes"] | graph["data"]
 
 
 @pytest.mark.parametrize("path, tree", list(modules("telemetry")), ids=lambda v: v if isinstance(v, str) else "")

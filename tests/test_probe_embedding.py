@@ -54,17 +54,24 @@ def test_a_cold_server_reports_green_with_the_warmup_noted(proj):
 
 
 def test_an_unreachable_server_is_red_fast_with_a_start_fix(proj):
-    r, elapsed = probe(proj, closed_url())
+    url = closed_url()
+    r, elapsed = probe(proj, url)
     assert (r.status, r.state) == ("red", "unreachable") and "ollama serve" in r.fix
+    # said once: not "unreachable at URL (unreachable at URL (Connection refused))"
+    assert r.detail.startswith(f"Ollama server unreachable at {url} (")
+    assert r.detail.count("unreachable") == 1
     assert elapsed < TIMEOUT_S + WARMUP_S + 1.0
 
 
 def test_a_hung_server_is_wedged_after_one_warmup_retry_within_the_budget(proj):
     with OllamaStandin("hung", dim=8, hang_s=10) as ollama:
         r, elapsed = probe(proj, ollama.url)
+        embeds = ollama.paths().count("/api/embed")
     assert (r.status, r.state) == ("red", "wedged") and "warm-up retry" in r.detail
     assert "ollama ps" in r.fix
-    assert TIMEOUT_S + WARMUP_S - 0.1 < elapsed < TIMEOUT_S + WARMUP_S + 1.0
+    assert embeds == 2  # the first attempt and exactly one warm-up retry
+    # both timeouts were waited out (a timeout never fires early); far below the 10 s hang
+    assert TIMEOUT_S + WARMUP_S <= elapsed < TIMEOUT_S + WARMUP_S + 3.0
 
 
 def test_a_missing_model_is_red_with_the_pull_fix(proj):
@@ -137,7 +144,10 @@ def test_inside_a_hook_the_warmup_is_clamped_to_the_hooks_own_deadline(proj):
         t0 = time.monotonic()
         r = embedding_path(ev)
         elapsed = time.monotonic() - t0
-    assert (r.status, r.state) == ("red", "wedged") and elapsed < 1.6
+    # the retry was cut short by the deadline: undecided, never wedged (issue 10); bounded by
+    # the hook's 1.6 s deadline, not the 30 s warm-up (slack for a loaded machine)
+    assert (r.status, r.state) == ("note", "cold") and elapsed < 1.6 + 3.0
+    assert "undecided" in r.detail and "memhealth gate" in r.fix
 
 
 def test_the_session_start_hook_never_waits_longer_than_its_gate_budget_on_a_hung_server(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import time
 import urllib.parse
@@ -139,7 +140,10 @@ def stack(tmp_path_factory):
     project.mkdir()
     assert run_cli("init", "--project", str(project)).returncode == 0
     (project / "README.md").write_text("# sample\n\nThe ingest watermark scheduler decides.\n")
-    assert run_cli("ingest", "--project", str(project)).returncode in (0, 1)
+    ingest = run_cli("ingest", "--project", str(project))
+    assert ingest.returncode == 0, ingest.stdout + ingest.stderr
+    # the README, and the convention files init installed (MEMORY.md's anchor, invariants, ...)
+    assert "docs +1, memory +" in ingest.stdout and ", 0 errors" in ingest.stdout, ingest.stdout
     hook(project, "session-start", source="startup")
     hook(project, "prompt", prompt="thanks")
     run_cli("gate", "--project", str(project))
@@ -217,3 +221,50 @@ def test_rules_load_healthy_and_a_quiet_session_pages_nobody(stack):
     assert firing
     alerts = get_json(prom.url + "/api/v1/alerts")["data"]["alerts"]
     assert not [a for a in alerts if a["labels"].get("severity") in ("critical", "warning")], alerts
+
+
+def test_a_red_gate_check_and_a_dead_serve_raise_their_alerts_in_a_real_prometheus(tmp_path):
+    """The two silences issue 10 reproduced: a RED gate check fired nothing, and neither did
+    a killed serve. Here both alerts go pending in a real Prometheus with the shipped rules
+    (their `for` is minutes; pending is the state a rule enters the moment it matches)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert run_cli("init", "--project", str(project)).returncode == 0
+    db = sqlite3.connect(project / ".memhealth" / "memory.db")
+    with db:  # more capture items than [gate].capture_queue_max (40): capture_queue is RED
+        db.execute("INSERT INTO meta(key, value) VALUES ('capture.pending', '41')")
+    db.close()
+    gate = run_cli("gate", "--project", str(project), "--json")
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    checks = json.loads(gate.stdout)["checks"]
+    reds = {c["name"] for c in checks if c["status"] == "red"}
+    assert "capture_queue" in reds and len(reds) < len(checks)  # some stay green or noted
+    app = ServeProcess(project, "--no-probes", "--no-export")
+    prom = None
+    try:
+        target = app.url.split("://", 1)[1].rstrip("/")
+        prom = Prometheus(tmp_path, target)
+
+        def pending(alertname: str, **labels) -> list[dict]:
+            return [a for a in get_json(prom.url + "/api/v1/alerts")["data"]["alerts"]
+                    if a["labels"]["alertname"] == alertname and a["state"] == "pending"
+                    and all(a["labels"].get(k) == v for k, v in labels.items())]
+
+        red = wait_for("MemhealthGateCheckRed for capture_queue to go pending", lambda: pending(
+            "MemhealthGateCheckRed", check="capture_queue"), timeout=20)
+        assert red[0]["labels"]["severity"] == "warning"
+        assert red[0]["annotations"]["runbook_url"].endswith("#gate-check-capture_queue")
+        assert "memhealth gate" in red[0]["annotations"]["description"]
+        # one alert per RED check, none for the green and noted ones
+        wait_for(f"every RED check ({sorted(reds)}) to go pending", lambda: {
+            a["labels"]["check"] for a in pending("MemhealthGateCheckRed")} == reds, timeout=10)
+        assert not pending("MemhealthTargetDown")
+        app.kill()
+        down = wait_for("MemhealthTargetDown to go pending", lambda: pending(
+            "MemhealthTargetDown", job="memhealth"), timeout=20)
+        assert down[0]["labels"]["severity"] == "critical"
+        assert down[0]["labels"]["instance"] == target
+    finally:
+        if prom is not None:
+            prom.stop()
+        app.kill()

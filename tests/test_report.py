@@ -8,7 +8,7 @@ import time
 # The same SQLite library as the code under test: two libraries in one process release
 # each other's POSIX locks on close, and a WAL database can then read as malformed.
 from memory_core.db import sqlite3
-from tests.conftest import clean_env, payload, rows, run_cli, run_hook
+from tests.conftest import clean_env, payload, rows, run_hook
 
 
 def drive(project):
@@ -29,17 +29,17 @@ def drive(project):
     db.close()
 
 
-def report(project, *args):
-    proc = run_cli("report", "--project", str(project), *args)
+def report(cli, project, *args):
+    proc = cli("report", "--project", project, *args)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
-def test_the_report_counts_invocations_failures_killed_hooks_and_the_injection_window(project):
+def test_the_report_counts_invocations_failures_killed_hooks_and_the_injection_window(project, cli):
     drive(project)
-    gate = run_cli("gate", "--project", str(project))
+    gate = cli("gate", "--project", project)
     assert gate.stdout.startswith("MEMORY-HEALTH:")
-    data = json.loads(report(project, "--json", "--days", "7"))
+    data = json.loads(report(cli, project, "--json", "--days", "7"))
     by_hook = {r["hook"]: r for r in data["invocations"]["by_hook"]}
     assert by_hook["prompt"]["ok"] == 2 and by_hook["prompt"]["total"] == 2
     assert by_hook["pre-tool"]["error"] == 1
@@ -65,17 +65,17 @@ def test_the_report_counts_invocations_failures_killed_hooks_and_the_injection_w
     assert data["telemetry"]["outbox_backlog"] == rows(project, "SELECT count(*) FROM spans")[0][0]
 
 
-def test_a_wider_window_includes_older_days(project):
+def test_a_wider_window_includes_older_days(project, cli):
     drive(project)
-    data = json.loads(report(project, "--json", "--days", "30"))
+    data = json.loads(report(cli, project, "--json", "--days", "30"))
     by_hook = {r["hook"]: r for r in data["invocations"]["by_hook"]}
     assert by_hook["stop"]["total"] == 2
     assert len({r["day"] for r in data["invocations"]["per_day"]}) == 2
 
 
-def test_the_text_report_has_every_section_as_a_table(project):
+def test_the_text_report_has_every_section_as_a_table(project, cli):
     drive(project)
-    text = report(project)
+    text = report(cli, project)
     for heading in ("Hook invocations by hook", "Hook invocations per day", "Failures per day by hook and family",
                     "Failures by family", "Killed hooks", "Injection window", "Gate verdicts per day",
                     "Recent gate runs", "Degradations", "Alert decisions", "Telemetry pipeline"):
@@ -83,6 +83,6 @@ def test_the_text_report_has_every_section_as_a_table(project):
     assert "malformed_json" in text and "retrieval latency" in text
 
 
-def test_a_non_positive_window_is_a_usage_error(project):
-    proc = run_cli("report", "--project", str(project), "--days", "0")
+def test_a_non_positive_window_is_a_usage_error(project, cli):
+    proc = cli("report", "--project", project, "--days", "0")
     assert proc.returncode == 2 and "--days" in proc.stderr

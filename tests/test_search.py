@@ -18,7 +18,6 @@ from memory_core.embed import OllamaClient, forget_process_state
 from memory_core.outbox import Trace
 from memory_core.search import RRF_K, search
 from memory_core.text import clean
-from tests.conftest import clean_env, run_cli
 from tests.ollama_standin import OllamaStandin, closed_url
 
 DIM = 8
@@ -118,11 +117,11 @@ def test_signal_weight_lifts_a_lower_ranked_chunk(tmp_path):
 
 def test_a_hung_server_gives_bm25_results_within_the_timeout_and_one_degradation_row(store, ollama):
     embed_all(store, ollama.url)
-    ollama.mode = "hung"
+    ollama.mode = "hung"  # hangs 30 s: only the 0.3 s timeout can end the vector leg early
     t0 = time.monotonic()
     result = search(store, "checkpoint stall", config(ollama.url, timeout_s=0.3), k=5)
     elapsed = time.monotonic() - t0
-    assert elapsed < 0.3 + 0.1
+    assert elapsed < 0.3 + 3.0
     assert result.degraded == "timeout"
     assert result.legs_answered == ["bm25"]
     assert "docs/wal.md" in [h.path for h in result.hits]
@@ -135,7 +134,7 @@ def test_an_unreachable_server_gives_bm25_results_and_one_degradation_row(store,
     t0 = time.monotonic()
     first = search(store, "checkpoint", cfg)
     second = search(store, "snapshot", cfg)
-    assert time.monotonic() - t0 < 2 * (0.3 + 0.1)
+    assert time.monotonic() - t0 < 2 * 0.3 + 3.0  # refused at once, never the 2 s default
     assert (first.degraded, second.degraded) == ("unreachable", "circuit_open")
     assert first.hits and second.hits
     assert degradations(store) == [("embedding", "unreachable")]
@@ -147,9 +146,7 @@ def test_the_circuit_breaker_skips_the_second_call_while_a_new_process_retries(s
     cfg = config(ollama.url, timeout_s=0.3)
     assert search(store, "checkpoint", cfg).degraded == "timeout"
     seen = len(ollama.requests)
-    t0 = time.monotonic()
     again = search(store, "checkpoint", cfg)
-    assert time.monotonic() - t0 < 0.05
     assert again.degraded == "circuit_open" and again.hits
     assert len(ollama.requests) == seen
     ollama.mode = "healthy"
@@ -240,31 +237,31 @@ def test_arbitrary_unicode_documents_and_queries_never_raise(tmp_path, docs, que
         conn.close()
 
 
-def test_the_search_command_prints_source_path_lines_score_and_legs(project, ollama):
+def test_the_search_command_prints_source_path_lines_score_and_legs(project, ollama, cli):
     conn = db.connect(project / ".memhealth" / "memory.db")
     for row in CORPUS:
         add_chunk(conn, *row)
     embed_all(conn, ollama.url)
     conn.close()
-    env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM=DIM)
-    proc = run_cli("search", "checkpoint stall", "--k", "2", "--project", str(project), env=env)
+    env = {"MEMHEALTH_EMBEDDING_URL": ollama.url, "MEMHEALTH_EMBEDDING_DIM": DIM}
+    proc = cli("search", "checkpoint stall", "--k", "2", "--project", project, env=env)
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
     assert "docs/wal.md:1-4" in first or "git:abc123:1-4" in first
     assert "[bm25" in first
-    proc = run_cli("search", "checkpoint", "--json", "--project", str(project), env=env)
+    proc = cli("search", "checkpoint", "--json", "--project", project, env=env)
     data = json.loads(proc.stdout)
     assert data["legs_answered"] == ["bm25", "vector"] and data["degraded"] is None
     assert {"chunk_id", "source", "path", "line_start", "line_end", "score", "legs"} <= set(data["hits"][0])
 
 
-def test_the_search_command_says_when_it_fell_back_to_bm25(project):
+def test_the_search_command_says_when_it_fell_back_to_bm25(project, cli):
     conn = db.connect(project / ".memhealth" / "memory.db")
     add_chunk(conn, *CORPUS[0])
     assert vectors.ensure_vec_table(conn, DIM)
     conn.close()
-    env = clean_env(MEMHEALTH_EMBEDDING_URL=closed_url(), MEMHEALTH_EMBEDDING_DIM=DIM)
-    proc = run_cli("search", "checkpoint", "--project", str(project), env=env)
+    env = {"MEMHEALTH_EMBEDDING_URL": closed_url(), "MEMHEALTH_EMBEDDING_DIM": DIM}
+    proc = cli("search", "checkpoint", "--project", project, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "docs/wal.md" in proc.stdout
     assert "BM25 only (unreachable)" in proc.stderr
@@ -290,7 +287,7 @@ def test_the_vector_leg_on_the_quantized_path_keeps_95_percent_of_the_exact_ten(
     conn.close()
 
 
-def test_an_old_layout_store_answers_and_memhealth_embed_upgrades_it_without_reembedding(project, ollama):
+def test_an_old_layout_store_answers_and_memhealth_embed_upgrades_it_without_reembedding(project, ollama, cli):
     path = project / ".memhealth" / "memory.db"
     conn = db.connect(path)
     if not vectors.vec_ready(conn):
@@ -309,8 +306,8 @@ def test_an_old_layout_store_answers_and_memhealth_embed_upgrades_it_without_ree
     conn.close()
     embeds = len(ollama.bodies("/api/embed"))
 
-    env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_DIM=DIM)
-    proc = run_cli("embed", "--project", str(project), env=env)
+    env = {"MEMHEALTH_EMBEDDING_URL": ollama.url, "MEMHEALTH_EMBEDDING_DIM": DIM}
+    proc = cli("embed", "--project", project, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "embedded 0 chunk(s)" in proc.stdout and f"vectors: {len(CORPUS)}/{len(CORPUS)}" in proc.stdout
     assert len(ollama.bodies("/api/embed")) == embeds  # upgraded from the stored vectors

@@ -5,6 +5,7 @@ blocks a scrape, and SIGTERM stops it cleanly after a final export."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -20,7 +21,7 @@ from memhealth.config import load
 from memhealth.project import Project
 from memory_core.db import connect
 from telemetry.serve import Serve
-from tests.conftest import clean_env, memhealth_cmd, payload, rows, run_cli, run_hook
+from tests.conftest import REPO, clean_env, memhealth_cmd, payload, rows, run_cli, run_hook
 from tests.otlp_receiver import OtlpReceiver
 
 
@@ -119,6 +120,23 @@ def test_metrics_values_match_what_the_hooks_did(project, serve):
     (spans,) = rows(project, "SELECT count(*) FROM spans")[0]
     assert value("memhealth_outbox_backlog_spans") == spans
     assert value("memhealth_scrape_errors_total") == 0
+
+
+def test_every_alert_runbook_link_opens_a_section_of_serves_runbook_page(serve):
+    import html
+    import re
+
+    import yaml
+
+    status, body, _ = serve("--no-probes", "--no-export").get("/runbook")
+    assert status == 200
+    ids = set(re.findall(r'<h[1-6] id="([^"]+)"', body.decode("utf-8")))
+    with open(os.path.join(REPO, "alerts", "memhealth.rules.yaml"), encoding="utf-8") as fh:
+        rules = [r for g in yaml.safe_load(fh)["groups"] for r in g["rules"] if "alert" in r]
+    links = {r["annotations"]["runbook_url"] for r in rules}
+    assert links and all(u.startswith("http://127.0.0.1:9464/runbook#") for u in links), links
+    missing = sorted(u for u in links if html.escape(u.split("#", 1)[1]) not in ids)
+    assert missing == []
 
 
 def test_healthz_answers_with_serves_own_state(project, serve):
@@ -297,3 +315,56 @@ def test_the_scheduled_gate_runs_in_the_background_and_shows_in_metrics(project,
     checks = {dict(labels)["check"]: v for (n, labels), v in got.items() if n == "memhealth_gate_check_status"}
     assert "ingest_freshness" in checks and set(checks.values()) <= {0.0, 1.0, 2.0}
     assert sum(v for (n, _l), v in got.items() if n == "memhealth_gate_runs_total") >= 1
+
+
+def test_serve_logs_one_line_per_exporter_state_change_not_per_attempt(project):
+    """A dead collector used to leave serve silent; logging every attempt would bury the log."""
+    lines: list[str] = []
+
+    def wait_runs(app, n: int) -> None:
+        deadline = time.monotonic() + 30
+        while app.export_state["runs"] < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert app.export_state["runs"] >= n, app.export_state
+
+    with OtlpReceiver() as rx:
+        rx.mode = "error"  # answers 503
+        cfg = load(str(project / ".memhealth"), environ={
+            "MEMHEALTH_TELEMETRY_OTLP_ENDPOINT": rx.endpoint, "MEMHEALTH_SERVE_EXPORT_INTERVAL_S": "1",
+            "MEMHEALTH_TELEMETRY_EXPORT_TIMEOUT_S": "1"})
+        app = Serve(Project(str(project)), cfg, port=0, probe=None, export=True, log=lines.append).start()
+        try:
+            wait_runs(app, 3)
+            failing = list(lines)
+            rx.mode = "ok"
+            runs = app.export_state["runs"]
+            wait_runs(app, runs + 2)
+        finally:
+            app.stop()
+    assert len(failing) == 1, failing  # three failed attempts, one line
+    assert failing[0].startswith("memhealth serve: export failed: ")
+    assert "retrying every 1 s" in failing[0]
+    assert len(lines) == 2 and lines[1].startswith("memhealth serve: export recovered; backlog ")
+
+
+def test_the_serve_command_writes_exporter_failures_to_stderr(project):
+    with OtlpReceiver() as rx:
+        rx.mode = "error"
+        proc = subprocess.Popen(memhealth_cmd() + ["serve", "--project", str(project), "--listen", "127.0.0.1:0",
+                                                  "--no-probes"],
+                                env=clean_env(MEMHEALTH_TELEMETRY_OTLP_ENDPOINT=rx.endpoint,
+                                              MEMHEALTH_SERVE_EXPORT_INTERVAL_S="1"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            import select
+
+            ready, _, _ = select.select([proc.stderr], [], [], 30)  # bounded wait for a line
+            line = proc.stderr.readline() if ready else ""
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+    assert line.startswith("memhealth serve: export failed: "), line

@@ -58,15 +58,18 @@ def resolve_sources(names, cfg=None) -> list[str]:
 
 
 def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
-               budget_s: float | None = None, progress=None, trace=None) -> IngestReport:
+               budget_s: float | None = None, progress=None, trace=None,
+               pooled: bool = True) -> IngestReport:
     """Ingest `sources` (default: all enabled) under a wall-clock budget; never raises for
     one bad file. Raises UnknownSource for a bad name and StoreError when the store fails.
 
     `progress(source, done, total)` is called as files are processed; `trace` (a
-    memory_core.outbox.Trace) gets an `ingest` span with one child per source."""
+    memory_core.outbox.Trace) gets an `ingest` span with one child per source. `pooled=False`
+    embeds through the small client, for a hook's short run (memory_core.embed: the rule)."""
     names = resolve_sources(sources, cfg)
     budget = float(cfg["ingest"]["budget_s"] if budget_s is None else budget_s)
     run = Run(conn, project_root, cfg, budget, progress)
+    run.pooled = pooled
     report = IngestReport(budget_s=budget)
     if cfg["embedding"]["url"]:
         from memory_core.ingest.vectorize import VectorSink

@@ -122,6 +122,7 @@ class Run:
         self.worked = False
         self.now_ns = time.time_ns()
         self.vectors = None       # set by run_ingest when embeddings are configured
+        self.pooled = True        # embed through httpx (many calls); False in a hook
 
     def out_of_time(self) -> bool:
         return self.worked and self.clock() >= self.deadline

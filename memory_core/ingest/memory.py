@@ -10,6 +10,27 @@
 The name is the title (joined with the heading path when the body has headings); the
 description leads the first chunk so both retrieval legs see it. Memory outranks docs
 (signal weight 40 vs 10, REFERENCE §4.6).
+
+The subsystem inventory is memory of kind `subsystem`, in either of two shapes:
+
+    ---                                  ---
+    name: SOCKS proxy support            name: subsystems
+    type: subsystem                      type: subsystem
+    path: httpx/_transports/socks.py     ---
+    aliases: socks5, socksio             ## SOCKS proxy support
+    ---                                  path: httpx/_transports/socks.py
+    what exists, where, how to extend    what exists ...
+                                         ## Retries
+    (one file per subsystem)             path: ...    (subsystems.md: one section each)
+
+Each entry's name (`name:` of a one-subsystem file, the heading of a section), `path:` and
+`aliases:` go into the chunk's attrs: the injection cascade matches prompts against them and
+a DO-NOT-REBUILD names the entry and where it lives.
+
+An index file (MEMORY.md, or `type: index`) is never an item: it lists memories that are
+ingested themselves, and Claude Code already loads it into every session. Only its
+resume-anchor section (a heading with LATEST) is kept, as kind `index`, for the
+session-start render; the injection cascade never offers kind `index`.
 """
 
 from __future__ import annotations
@@ -23,30 +44,71 @@ from memory_core.ingest.filesource import discover, sync_files
 
 SUFFIXES = (".md", ".markdown")
 _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+INDEX_NAMES = frozenset({"memory.md"})
+INDEX_KIND = "index"
+SUBSYSTEM_KIND = "subsystem"
+_SECTION_KEY = re.compile(r"^(path|aliases)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
+
+
+def is_index(rel: str, kind: str = "") -> bool:
+    """MEMORY.md (any directory, any case) or a memory declared `type: index`."""
+    return kind == INDEX_KIND or os.path.basename(rel).lower() in INDEX_NAMES
+
+
+def index_pieces(pieces: list[Piece]) -> list[Piece]:
+    """What an index file contributes: its resume-anchor section only, kind `index`."""
+    kept = [p for p in pieces if "latest" in p.title.lower()]
+    for p in kept:
+        p.kind = INDEX_KIND
+    return kept
+
+
+def _subsystem_attrs(piece: Piece, fields: dict, one_file: bool) -> dict:
+    """name/path/aliases of one inventory entry: the file's frontmatter when the file is one
+    subsystem, the section's heading and its `path:`/`aliases:` lines in a subsystems.md."""
+    found = {k.lower(): v.strip().strip("`") for k, v in _SECTION_KEY.findall(piece.content)}
+    name = fields.get("name", "").strip() if one_file else piece.title.split(" > ")[-1]
+    attrs = {"name": name or piece.title}
+    for key in ("path", "aliases"):
+        value = found.get(key) or (fields.get(key, "").strip() if one_file else "")
+        if value:
+            attrs[key] = value
+    return attrs
 
 
 def parse_memory(text: str, rel: str) -> list[Piece]:
     fields, body_start = frontmatter(split_lines(text))
     kind = fields.get("type", "").strip().lower()
     kind = kind if _KIND.fullmatch(kind) else "memory"
+    if is_index(rel, kind):
+        return index_pieces(markdown_chunks(text, fallback_title=os.path.basename(rel)))
     name = fields.get("name", "").strip()
     description = fields.get("description", "").strip()
     base = name or os.path.splitext(os.path.basename(rel))[0] or rel
     pieces = markdown_chunks(text, fallback_title=base)
     attrs = {k: v for k, v in (("type", fields.get("type")), ("name", name or None),
                                ("description", description or None)) if v}
+    # a subsystem file with `path:` in its frontmatter is one entry; without, a body with
+    # headings is a subsystems.md: one entry per section
+    one_file = kind != SUBSYSTEM_KIND or bool(fields.get("path")) or not any(p.title != base for p in pieces)
     if not pieces and description:
         # a memory can be all frontmatter: the description is then the memory
         pieces = [Piece(1, max(body_start, 1), base, description)]
-    elif pieces and description:
+    elif pieces and description and one_file:
         first = pieces[0]
         first.content = f"{description}\n\n{first.content}"
         first.line_start = 1
     for p in pieces:
         p.kind = kind
+        if kind == SUBSYSTEM_KIND and one_file:
+            p.attrs = {**attrs, **_subsystem_attrs(p, fields, True)}
+        elif kind == SUBSYSTEM_KIND and p.title != base:
+            p.attrs = {**attrs, **_subsystem_attrs(p, fields, False)}
+        else:
+            p.kind = kind if one_file else "memory"  # a subsystems.md preamble is not an entry
+            p.attrs = attrs or None
         if name and p.title != base:
             p.title = f"{name} > {p.title}"
-        p.attrs = attrs or None
     return pieces
 
 

@@ -46,9 +46,9 @@ from memory_core.ingest.base import SIGNAL_WEIGHTS, Run, SourceReport
 from memory_core.ingest.chunking import MAX_CHARS, Piece, split_bounded, split_lines
 from memory_core.ingest.filesource import discover
 from memory_core.intent import system_turn
-from memory_core.meta import get_meta
+from memory_core.meta import TRANSCRIPT_DIR, get_meta
 
-META_TRANSCRIPT_DIR = "last_transcript_dir"
+META_TRANSCRIPT_DIR = TRANSCRIPT_DIR  # recorded by the hooks (memhealth.handlers)
 COMPACTION_PROMPT = "Your task is to create a detailed summary of the conversation so far"
 # Injected blocks that can sit inside a typed prompt; an unclosed one runs to the end.
 _INLINE = re.compile(

@@ -41,7 +41,8 @@ class VectorSink:
             from memory_core import vectors
             from memory_core.embed import OllamaClient
 
-            self.client = OllamaClient.from_config(cfg, bulk=True)
+            self.client = OllamaClient.from_config(cfg, bulk=True,
+                                                   pooled=True if run is None else run.pooled)
             self._vectors = vectors
         except ImportError as exc:  # pragma: no cover - defensive: a partial install
             self._degrade("unavailable", f"embedding modules missing: {exc}")

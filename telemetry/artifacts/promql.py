@@ -1,0 +1,36 @@
+"""PromQL building blocks every renderer shares: catalog-checked names, selectors, bounds.
+
+    m("memhealth_hook_duration_seconds_bucket")   # the name, or KeyError if not in the catalog
+    le(1.0)                                         # '1.0', the label client_python writes
+"""
+
+from __future__ import annotations
+
+from telemetry.catalog import CATALOG, HOOKS, SLOS
+
+# Hooks only: serve's scheduled gate leaves heartbeats as hook="gate" every probe interval, so
+# an unfiltered selector would make an idle project look busy (and count the gate in the SLO).
+HOOK_SELECTOR = 'hook=~"' + "|".join(HOOKS) + '"'
+# Per-project aggregation level: one `memhealth serve` target per project.
+LEVEL = "instance"
+
+
+def m(name: str) -> str:
+    """A catalog metric name; KeyError here means an expression names an unknown metric."""
+    base = name
+    for suffix in ("_bucket", "_count", "_sum"):
+        if name.endswith(suffix) and name[: -len(suffix)] in CATALOG:
+            base = name[: -len(suffix)]
+    if base not in CATALOG:
+        raise KeyError(f"{name} is not in telemetry.catalog")
+    return name
+
+
+def le(bound: float) -> str:
+    """The `le` label value client_python writes for a bucket bound (floatToGoString)."""
+    return repr(float(bound))
+
+
+def slo(name: str):
+    """The catalog SLO called `name`."""
+    return next(s for s in SLOS if s.name == name)

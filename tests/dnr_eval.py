@@ -1,0 +1,114 @@
+"""DO-NOT-REBUILD on real text: build a store with `memhealth ingest` from a project of the
+real-corpus fixture, run the prompt cascade over its labeled prompts, score the verdicts.
+
+    root = build_project("httpx", tmp_dir)          # init + ingest, as a user runs them
+    results = evaluate(root, prompts_for("httpx"))  # one verdict per labeled prompt
+    summary(results)   # {"precision": 1.0, "recall": 0.87, "false_dnr_rate": 0.0, ...}
+
+Sets: 1 and 2 are the 152 prompts the rules are held to (`prompts_for` default); 3 is a
+later held-out set over requests and starlette, written before the rules ran on it, asked
+for with `sets=(3,)`. Labels (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD
+naming `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
+correct only when it names the expected subsystem: one naming anything else is a false one,
+whatever the prompt's label. Used by tests/test_inject_realcorpus.py and
+benchmarks/bench_dnr.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from memhealth.config import load
+from memhealth.installer import launcher_argv
+from memory_core import inject
+from memory_core.db import connect
+from memory_core.intent import classify, system_turn
+from memory_core.outbox import Trace
+from memory_core.text import clean
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURE = os.path.join(REPO, "tests", "fixtures", "realcorpus")
+PROJECTS = ("httpx", "requests", "starlette")
+TUNING = ("httpx",)          # thresholds were chosen looking at this project only
+HELD_OUT = ("requests", "starlette")
+SILENT_LABELS = ("new", "chitchat", "system_turn")
+_DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
+
+
+def prompts_for(*projects: str, sets: tuple[int, ...] = (1, 2)) -> list[dict]:
+    with open(os.path.join(FIXTURE, "prompts.jsonl"), encoding="utf-8") as fh:
+        items = [json.loads(line) for line in fh if line.strip()]
+    return [p for p in items if (not projects or p["project"] in projects) and p.get("set", 1) in sets]
+
+
+def build_project(name: str, dest: str, env: dict | None = None, source: str | None = None) -> str:
+    """Copy the fixture project (or `source`) to `dest`, `memhealth init` it, point memory at
+    `memory/`, `memhealth ingest` it. Returns the project root."""
+    root = os.path.join(dest, name)
+    shutil.copytree(source or os.path.join(FIXTURE, name), root)
+    cmd = launcher_argv()
+    env = env or {k: v for k, v in os.environ.items() if not k.startswith(("MEMHEALTH_", "OTEL_", "CLAUDE_"))}
+    for args in (["init", "--project", root], None, ["ingest", "--project", root, "docs", "memory"]):
+        if args is None:
+            path = os.path.join(root, ".memhealth", "config.toml")
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text.replace("[ingest]\n", '[ingest]\nmemory = ["memory"]\n', 1))
+            continue
+        proc = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"memhealth {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return root
+
+
+def verdict(conn, cfg, prompt: str, session_id: str) -> dict:
+    """The cascade as the prompt hook runs it: machine turn, intent, then inject.decide."""
+    text = clean(prompt)
+    if system_turn(text):
+        return {"outcome": "system_turn", "dnr": [], "text": None}
+    intent, _phrase = classify(text)
+    if intent is None:
+        return {"outcome": "no_intent", "dnr": [], "text": None}
+    result = inject.decide(conn, text, intent, cfg, session_id, Trace())
+    return {"outcome": result.outcome, "intent": intent, "text": result.text,
+            "dnr": _DNR.findall(result.text or ""), "detail": result.detail}
+
+
+def evaluate(root: str, prompts: list[dict], cfg_overrides: dict | None = None) -> list[dict]:
+    cfg = load(os.path.join(root, ".memhealth"), environ={})
+    cfg["injection"].update(cfg_overrides or {})
+    conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+    try:
+        # a fresh session per prompt: each is judged on its own, the caps still run
+        return [{**p, **verdict(conn, cfg, p["prompt"], f"eval-{p['id']}")} for p in prompts]
+    finally:
+        conn.close()
+
+
+def named(expect: str, title: str) -> bool:
+    return expect.lower() in title.lower()
+
+
+def summary(results: list[dict]) -> dict:
+    """Precision over DO-NOT-REBUILD blocks emitted, recall over re-proposals, and the share
+    of silence-deserving prompts that got a (false) DO-NOT-REBUILD or any injection."""
+    blocks = correct = hits = 0
+    repro = [r for r in results if r["label"] == "reproposal"]
+    silent = [r for r in results if r["label"] in SILENT_LABELS]
+    for r in results:
+        blocks += len(r["dnr"])
+        good = [t for t in r["dnr"] if r["label"] == "reproposal" and named(r["expect"], t)]
+        correct += len(good)
+        hits += bool(good)
+    false_dnr = [r for r in silent if r["dnr"]]
+    return {"prompts": len(results), "reproposals": len(repro), "silent": len(silent),
+            "dnr_blocks": blocks, "false_dnr_blocks": blocks - correct,
+            "precision": round(correct / blocks, 3) if blocks else 1.0,
+            "recall": round(hits / len(repro), 3) if repro else 1.0,
+            "false_dnr_rate": round(len(false_dnr) / len(silent), 3) if silent else 0.0,
+            "spoke_on_silent": round(sum(1 for r in silent if r["text"]) / len(silent), 3) if silent else 0.0}
