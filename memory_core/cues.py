@@ -206,13 +206,14 @@ class Evaluation:
         return self._epoch
 
     def rearm(self) -> int | None:
-        """Start a new epoch for this session now (a clear or compact boundary)."""
+        """At a clear or compact session start: the epoch its PreCompact started, or a new one
+        when no PreCompact ran."""
         from memory_core.tx import write
 
         if not self.session:
             return None
         with write(self.conn):
-            self._epoch = new_epoch(self.conn, self.session, self.now_ns)
+            self._epoch = new_epoch(self.conn, self.session, self.now_ns, boundary_start=True)
         return self._epoch
 
     # matching (reads only) ----------------------------------------------------------------
@@ -423,16 +424,28 @@ def frame(path: str, line: int | None, name: str, kind: str, recorded_ns: int, b
     return f"- [{kind}] {name} ({where}, recorded {day}; verify before building on it): {body}"
 
 
-def new_epoch(conn, session_id: str | None, now_ns: int | None = None) -> int | None:
-    """Re-arm every cue of the session (a compaction boundary); return the new epoch.
-    Call inside a write transaction."""
+def new_epoch(conn, session_id: str | None, now_ns: int | None = None, *, boundary_start: bool = False
+              ) -> int | None:
+    """Re-arm every cue of the session (a compaction boundary); return the epoch now in force.
+    Call inside a write transaction.
+
+    One compaction is one epoch: PreCompact starts it and marks it pending; the SessionStart
+    (compact) after it (`boundary_start=True`) only clears the mark. A compact or clear start
+    with no PreCompact before it starts the epoch itself."""
     if not session_id:
         return None
     now_ns = now_ns or time.time_ns()
+    if boundary_start:
+        row = conn.execute(
+            "UPDATE cue_sessions SET pending = 0, updated_ns = ? WHERE session_id = ? AND pending = 1 "
+            "RETURNING epoch", (now_ns, session_id)).fetchone()
+        if row is not None:
+            return row[0]
     row = conn.execute(
-        "INSERT INTO cue_sessions(session_id, epoch, updated_ns) VALUES (?, 1, ?) "
-        "ON CONFLICT(session_id) DO UPDATE SET epoch = epoch + 1, updated_ns = excluded.updated_ns "
-        "RETURNING epoch", (session_id, now_ns)).fetchone()
+        "INSERT INTO cue_sessions(session_id, epoch, pending, updated_ns) VALUES (?, 1, ?, ?) "
+        "ON CONFLICT(session_id) DO UPDATE SET epoch = epoch + 1, pending = excluded.pending, "
+        "updated_ns = excluded.updated_ns RETURNING epoch",
+        (session_id, 0 if boundary_start else 1, now_ns)).fetchone()
     return row[0]
 
 

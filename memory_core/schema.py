@@ -290,6 +290,7 @@ CREATE INDEX cues_by_item ON cues(item_id);
 CREATE TABLE cue_sessions (
     session_id TEXT PRIMARY KEY,
     epoch      INTEGER NOT NULL DEFAULT 0,
+    pending    INTEGER NOT NULL DEFAULT 0,  -- a PreCompact started this epoch; its SessionStart has not run
     updated_ns INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE cue_deliveries (

@@ -495,3 +495,20 @@ def test_keys_memhealth_does_not_read_are_not_errors_however_they_are_shaped():
                      "paths [src/**]\n---\nbody\n")
     assert [k for k, _ in spec.errors] == ["paths [src/**]"]  # a known key, missing its colon
     assert spec.name == "x" and spec.body == "body"
+
+
+def test_one_compaction_is_one_epoch_and_a_start_without_precompact_still_rearms(wal_project):
+    wal = {"file_path": "src/storage/wal.py"}
+    assert tool(wal_project, "Read", wal) is not None
+    compact(wal_project)
+    start(wal_project, "compact")               # the PreCompact's epoch, not another one
+    assert tool(wal_project, "Read", wal) is not None
+    start(wal_project, "compact")               # no PreCompact before it: it re-arms itself
+    assert tool(wal_project, "Read", wal) is not None
+    start(wal_project, "resume")                # a resume is not a boundary
+    assert tool(wal_project, "Read", wal) is None
+    start(wal_project, "clear")
+    assert tool(wal_project, "Read", wal) is not None
+    assert rows(wal_project, "SELECT epoch, outcome, coalesce(reason, '') FROM cue_audit WHERE event = 'pre-tool' "
+                             "ORDER BY id") == [(0, "fired", ""), (1, "fired", ""), (2, "fired", ""),
+                                                (2, "skipped", "deduped"), (3, "fired", "")]
