@@ -324,9 +324,12 @@ class Evaluation:
                     f"({','.join('?' * len(ids))})", [self.session, self.epoch, *ids])}
             for m in matches:
                 item = items.get(m.item_id)
-                if item is None or m.item_id in done:
+                if m.item_id in done:
                     continue
                 done.add(m.item_id)
+                if item is None:  # forgotten between the lookup and now
+                    self.skip(m.trigger, "no_match", "item removed", m.item_id)
+                    continue
                 if item[5] is not None and item[5] <= self.now_ns:
                     self.skip(m.trigger, "expired", m.pattern, m.item_id)
                     continue
