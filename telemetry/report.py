@@ -158,8 +158,20 @@ def _cues(conn, since: int) -> dict:
     files, same, size = conn.execute(
         "SELECT count(*), coalesce(sum(same_content), 0), coalesce(sum(bytes), 0) FROM file_reads "
         "WHERE ts_ns >= ? AND reread = 1", (since,)).fetchone()
+    history = {"transcripts": 0, "files": 0, "bytes": 0, "same_content": 0}
+    for (state,) in conn.execute("SELECT state FROM watermarks WHERE source = 'transcript' AND path != '*' "
+                                 "AND state LIKE '%\"rereads\"%'"):
+        try:
+            cost = json.loads(state).get("rereads") or {}
+        except (ValueError, AttributeError):
+            continue
+        history["transcripts"] += 1
+        history["files"] += int(cost.get("files", 0))
+        history["bytes"] += int(cost.get("bytes", 0))
+        history["same_content"] += int(cost.get("same", 0))
     return {"evaluations": sum(outcomes.values()), "outcomes": outcomes,
-            "rereads": {"files": files, "same_content": same, "bytes": size}, "sessions": sessions}
+            "rereads": {"files": files, "same_content": same, "bytes": size}, "sessions": sessions,
+            "transcripts": history}
 
 
 def _gate(conn, since: int) -> dict:
@@ -285,6 +297,10 @@ def render_text(data: dict) -> str:
             + (", ".join(f"{k} {v}" for k, v in cue["outcomes"].items()) or "none"),
             f"  compaction cost: {rr['files']} file(s) read again after a compaction boundary, "
             f"{rr['bytes']:,} bytes re-read ({rr['same_content']} unchanged since the read before it)"]
+    th = cue.get("transcripts") or {}
+    if th.get("transcripts"):
+        out.append(f"  from ingested transcripts: {th['files']} file(s) re-read after a compaction, "
+                   f"{th['bytes']:,} bytes ({th['same_content']} unchanged) in {th['transcripts']} transcript(s)")
     out += _table(["session", "boundaries", "re-reads", "unchanged", "bytes"],
                   [[(r["session_id"] or "-")[:16], r["compactions"], r["rereads"], r["same_content"], r["bytes"]]
                    for r in cue["sessions"]])

@@ -512,3 +512,47 @@ def test_one_compaction_is_one_epoch_and_a_start_without_precompact_still_rearms
     assert rows(wal_project, "SELECT epoch, outcome, coalesce(reason, '') FROM cue_audit WHERE event = 'pre-tool' "
                              "ORDER BY id") == [(0, "fired", ""), (1, "fired", ""), (2, "fired", ""),
                                                 (2, "skipped", "deduped"), (3, "fired", "")]
+
+
+def _transcript_lines(session: str = "t1") -> list[bytes]:
+    def rec(kind: str, content, **extra) -> bytes:
+        return json.dumps({"type": kind, "sessionId": session, "isSidechain": False,
+                           "message": {"role": kind, "content": content}, **extra}).encode()
+
+    def read(i: int, path: str) -> bytes:
+        return rec("assistant", [{"type": "tool_use", "id": f"r{i}", "name": "Read", "input": {"file_path": path}}])
+
+    def result(i: int, text: str) -> bytes:
+        return rec("user", [{"type": "tool_result", "tool_use_id": f"r{i}", "content": text}])
+
+    return [read(1, "/p/a.py"), result(1, "alpha" * 20), read(2, "/p/b.py"), result(2, "beta"),
+            json.dumps({"type": "system", "subtype": "compact_boundary", "sessionId": session}).encode(),
+            rec("user", "This session is being continued from a previous conversation", isCompactSummary=True),
+            read(3, "/p/a.py"), result(3, "alpha" * 20),   # re-read, unchanged: 100 bytes
+            read(4, "/p/a.py"), result(4, "alpha" * 20),   # the same epoch again: not another re-read
+            read(5, "/p/b.py"), result(5, "beta, edited"),  # re-read, changed: 12 bytes
+            read(6, "/p/c.py"), result(6, "gamma")]         # first read: free
+
+
+def test_transcripts_count_what_compaction_cost_across_ingest_runs():
+    from memory_core.ingest.transcripts import parse_transcript_lines
+
+    lines = _transcript_lines()
+    state: dict = {}
+    parse_transcript_lines(lines[:7], 1, "t.jsonl", state)   # split mid-way: state carries over
+    parse_transcript_lines(lines[7:], 8, "t.jsonl", state)
+    assert state["epoch"] == 1  # the boundary record and its summary are one compaction
+    assert state["rereads"] == {"files": 2, "bytes": 112, "same": 1}
+
+
+def test_report_shows_compaction_cost_from_ingested_transcripts(project, tmp_path):
+    from tests.gate_fix_helpers import set_config
+
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    (folder / "t1.jsonl").write_bytes(b"\n".join(_transcript_lines()) + b"\n")
+    set_config(project, "ingest", "transcripts", [str(folder)])
+    assert run_cli("ingest", "transcripts", "--project", str(project)).returncode == 0
+    report = run_cli("report", "--project", str(project)).stdout
+    assert ("from ingested transcripts: 2 file(s) re-read after a compaction, 112 bytes (1 unchanged) "
+            "in 1 transcript(s)") in report
