@@ -4,7 +4,9 @@
      ├── StoreError              the database cannot be opened, migrated or written
      │    ├── StoreLocked        another writer held the lock past busy_timeout
      │    ├── StoreCorrupt       not a database, or malformed
-     │    └── StoreReadOnly      the file or its directory is not writable
+     │    ├── StoreReadOnly      the file or its directory is not writable
+     │    ├── StoreFull          the disk (or the file-size limit) is full
+     │    └── StoreIO            the operating system failed a read or write
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
      ├── DimensionMismatch       a vector of the wrong width was offered to the store
      └── EmbedError              (memory_core.embed) an embedding call failed; .reason says
@@ -32,6 +34,14 @@ class StoreCorrupt(StoreError):
 
 class StoreReadOnly(StoreError):
     reason = "db_readonly"
+
+
+class StoreFull(StoreError):
+    reason = "db_full"
+
+
+class StoreIO(StoreError):
+    reason = "db_io"
 
 
 class VectorUnavailable(MemoryCoreError):

@@ -10,4 +10,6 @@ STATE_DIR = ".memhealth"
 DB_NAME = "memory.db"
 CONFIG_NAME = "config.toml"
 SPILL_NAME = "spill.ndjson"  # rows a process could not write to the store wait here
+JOURNAL_NAME = "journal.ndjson"  # one "started" line per hook, appended before anything can block
+STORE_ID_NAME = "store-id"  # the identity of the store this directory had (a reset is noticed)
 MEMORY_DIR = "memory"        # .memhealth/memory/: memory files the project keeps

@@ -9,12 +9,24 @@ Every writer in every layer goes through here, so the same failure raises the sa
 
 from __future__ import annotations
 
-from memory_core.errors import StoreCorrupt, StoreError, StoreLocked, StoreReadOnly
+from memory_core.errors import (
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreIO,
+    StoreLocked,
+    StoreReadOnly,
+)
 
 
 def failure_reason(exc: BaseException) -> str:
-    """The failure family of a SQLite driver error: db_locked, db_corrupt, db_readonly, store."""
+    """The failure family of a SQLite driver error: db_locked, db_corrupt, db_readonly,
+    db_full, db_io, store."""
     text = str(exc).lower()
+    if "disk is full" in text or "too large" in text:
+        return "db_full"
+    if "disk i/o" in text:
+        return "db_io"
     if "locked" in text or "busy" in text:
         return "db_locked"
     if "not a database" in text or "malformed" in text or "corrupt" in text:
@@ -26,7 +38,9 @@ def failure_reason(exc: BaseException) -> str:
 
 _CLASSES = {"db_locked": (StoreLocked, "database is locked"),
             "db_corrupt": (StoreCorrupt, "database is corrupt"),
-            "db_readonly": (StoreReadOnly, "database is not writable")}
+            "db_readonly": (StoreReadOnly, "database is not writable"),
+            "db_full": (StoreFull, "disk full"),
+            "db_io": (StoreIO, "disk I/O error")}
 
 
 def classify(exc: BaseException) -> StoreError:

@@ -12,12 +12,11 @@ real prompts it gained after SessionStart) with the prompt hook's rows for that 
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
 
-from memory_core import heartbeat, spill
+from memory_core import journal, spill
 from memory_core.db import write
 from memory_core.intent import system_turn
 from memory_core.meta import get_meta, set_meta
@@ -131,31 +130,50 @@ def _sessions(ev) -> list[dict]:
     return [s for s in sessions if isinstance(s, dict) and s.get("sid")]
 
 
-def _spilled(ev) -> tuple[int, list[str]]:
-    """Rows still waiting outside the database after a drain attempt."""
-    if os.path.exists(ev.spill_path):
+def _spilled(ev) -> tuple[int, list[str], str | None]:
+    """Rows still waiting outside the database after the drain: (count, files, the cause
+    the spill recorded for leaving .memhealth/, if any)."""
+    count, files, cause = 0, [], None
+    for path in spill.pending_files(ev.spill_path):
         try:
-            spill.drain(ev.conn, ev.spill_path)
-        except Exception:  # a failed drain leaves the file; we count it below
-            pass
-    count, files = 0, []
-    for path in [ev.spill_path, *glob.glob(glob.escape(ev.spill_path) + ".*.draining")]:
-        try:
-            with open(path, "rb") as fh:
-                n = sum(1 for line in fh if line.strip())
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
+                lines = [line for line in fh if line.strip()]
         except OSError:
             continue
-        if n:
-            count += n
-            files.append(os.path.basename(path))
-    return count, files
+        if lines:
+            count += len(lines)
+            files.append(path if not path.startswith(ev.state_dir) else os.path.basename(path))
+            if cause is None and b'"spill_cause"' in lines[0]:
+                try:
+                    cause = json.loads(lines[0]).get("spill_cause")
+                except ValueError:
+                    pass
+    return count, files, cause
+
+
+# the fix for a hook's latest failure, by failure family: the reason names what to do
+REASON_FIXES = {
+    "db_locked": "another process holds the write lock past [hooks].busy_timeout_s: find it with "
+                 "`fuser .memhealth/memory.db`",
+    "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as",
+    "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`",
+    "db_full": spill.CAUSE_FIXES["disk_full"],
+    "db_io": "check the disk holding .memhealth/ (`df -h .memhealth`, `dmesg`)",
+    "stdin_timeout": "the hook's stdin was never closed: run it as Claude Code does "
+                     "(`memhealth hook EVENT < payload.json`)",
+    "config": "fix .memhealth/config.toml (the error names the key), then `memhealth gate`",
+}
 
 
 def hook_heartbeats(ev) -> CheckResult:
     """RED when a wired hook's latest run failed or was killed, when a hook stopped firing
     across a session boundary, or when rows sit in the spill file; idle is green."""
     conn, cfg = ev.conn, ev.cfg
-    heartbeat.reap_killed(conn, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
+    # drain (spill, then journal) before reaping: a completion spilled under a lock lands
+    # before its row could be marked killed, and a hook killed before its heartbeat reached
+    # the database becomes a killed row here
+    journal.settle(conn, ev.state_dir, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
     expected, _timeouts, problems = wired_hooks(ev.settings_paths)
     reds: list[tuple[str, str]] = []
     notes: list[str] = []
@@ -183,10 +201,13 @@ def hook_heartbeats(ev) -> CheckResult:
                          "(`memhealth report`)"))
             continue
         if outcome == "error":
+            fix = REASON_FIXES.get(reason or "")
+            if fix is None and detail and "spilled outside .memhealth/" in detail:
+                fix = next((f for c, f in spill.CAUSE_FIXES.items() if c.replace("_", " ") in detail), None)
             reds.append((f"{hook}: last run ({when} ago) failed: {reason or 'error'}"
                          + (f" ({detail[:160]})" if detail else ""),
-                         "fix what the reason names, then verify green at the next boundary; "
-                         "history: `memhealth report`"))
+                         (fix + "; then " if fix else "fix what the reason names, then ")
+                         + "verify green at the next boundary; history: `memhealth report`"))
             continue
         failed = conn.execute(
             "SELECT outcome, count(*) FROM heartbeats WHERE hook = ? AND started_ns >= ? AND "
@@ -235,11 +256,16 @@ def hook_heartbeats(ev) -> CheckResult:
                              "check the SessionStart entry in .claude/settings*.json (`memhealth init` "
                              "rewrites it)"))
 
-    spilled, files = _spilled(ev)
+    spilled, files, cause = _spilled(ev)
     if spilled:
-        reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take",
-                     f"make {ev.db_path} writable (locked? read-only? corrupt?); the next hook drains "
-                     "the file"))
+        if cause in spill.CAUSE_FIXES:
+            reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take, "
+                         f"outside .memhealth/ because it refused them: {cause.replace('_', ' ')}",
+                         spill.CAUSE_FIXES[cause]))
+        else:
+            reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take",
+                         f"make {ev.db_path} writable (locked? read-only? corrupt?); the next hook drains "
+                         "the file"))
 
     if reds:
         detail = "; ".join(d for d, _ in reds)

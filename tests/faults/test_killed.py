@@ -1,0 +1,79 @@
+"""Killed before the heartbeat: a hook SIGKILLed while blocked on a locked database or on a
+stdin that never closes leaves a `killed` row once the gate drains the journal, and the
+gate says so; a stdin that never closes is recorded, not waited on."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+from tests.conftest import payload
+from tests.faults.helpers import (
+    TIMEOUTS,
+    check,
+    finish,
+    gate,
+    heartbeats,
+    journal_has,
+    lock_held,
+    start_hook,
+    wait_for,
+)
+
+
+def _kill(proc) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)  # reaped: its pid is gone, as when Claude Code kills it
+
+
+def test_killed_while_blocked_on_a_locked_database(project):
+    body = json.dumps(payload("prompt", project, prompt="hello")).encode()
+    with lock_held(project):
+        proc = start_hook("prompt", body, str(project))
+        wait_for(lambda: journal_has(project, "prompt"), what="the journal's started line")
+        _kill(proc)
+    assert heartbeats(project) == []  # nothing reached the database
+    verdict = gate(project)
+    ((hook, outcome, reason, detail),) = heartbeats(project)
+    assert (hook, outcome, reason) == ("prompt", "killed", "killed")
+    assert "killed before its heartbeat reached the database" in detail
+    hb = check(verdict, "hook_heartbeats")
+    assert verdict["exit"] == 1 and hb["status"] == "red"
+    assert "prompt: last run" in hb["detail"] and "was killed" in hb["detail"]
+    assert "timeout" in hb["fix"]
+
+
+def test_killed_while_stdin_never_closes(project):
+    proc = start_hook("stop", b'{"session_id": "s1", "cwd": ', str(project), close_stdin=False)
+    wait_for(lambda: journal_has(project, "stop"), what="the journal's started line")
+    _kill(proc)
+    verdict = gate(project)
+    assert [h[:3] for h in heartbeats(project)] == [("stop", "killed", "killed")]
+    assert check(verdict, "hook_heartbeats")["status"] == "red"
+
+
+def test_a_stdin_that_never_closes_is_recorded_not_waited_on(project):
+    body = json.dumps(payload("stop", project)).encode()
+    proc = start_hook("stop", body[:20], str(project), close_stdin=False)
+    rc, out, err, seconds = finish(proc, TIMEOUTS["stop"])
+    proc.stdin.close()
+    assert rc == 0 and seconds < TIMEOUTS["stop"] and out == b""
+    assert len(err.splitlines()) == 1 and b"stdin_timeout" in err
+    ((hook, outcome, reason, detail),) = heartbeats(project)
+    assert (hook, outcome, reason) == ("stop", "error", "stdin_timeout")
+    assert "20 bytes read" in detail
+    hb = check(gate(project), "hook_heartbeats")
+    assert "stop: last run" in hb["detail"] and "stdin_timeout" in hb["detail"]
+    assert "stdin was never closed" in hb["fix"]
+
+
+def test_a_whole_payload_on_a_stdin_left_open_is_still_used(project):
+    body = json.dumps(payload("prompt", project, prompt="thanks")).encode()
+    proc = start_hook("prompt", body, str(project), close_stdin=False)
+    rc, _out, _err, seconds = finish(proc, TIMEOUTS["prompt"])
+    proc.stdin.close()
+    assert rc == 0 and seconds < TIMEOUTS["prompt"]
+    assert [h[:3] for h in heartbeats(project)] == [("prompt", "error", "stdin_timeout")]
+    from tests.conftest import rows
+
+    assert rows(project, "SELECT outcome, session_id FROM decisions") == [("no_intent", "sess-1")]
