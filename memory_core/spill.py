@@ -219,7 +219,8 @@ def _apply_spilled(conn, rec: dict) -> None:
     if kind == "heartbeat":
         detail = rec.get("detail")
         if rec.get("spill_error"):  # the cause the gate names: why .memhealth/ refused the row
-            detail = f"{detail or ''}; spilled outside .memhealth/: {rec['spill_error']}".lstrip("; ")
+            detail = (f"spilled outside .memhealth/ ({rec.get('spill_cause')}): {rec['spill_error']}; "
+                      f"{detail or ''}")
         hb_id = rec.get("id")
         if hb_id is not None:
             row = conn.execute("SELECT outcome FROM heartbeats WHERE id = ?", (hb_id,)).fetchone()

@@ -152,6 +152,7 @@ def _spilled(ev) -> tuple[int, list[str], str | None]:
     return count, files, cause
 
 
+_SPILLED_OUT = re.compile(r"spilled outside \.memhealth/ \((\w+)\): ")
 # the fix for a hook's latest failure, by failure family: the reason names what to do
 REASON_FIXES = {
     "db_locked": "another process holds the write lock past [hooks].busy_timeout_s: find it with "
@@ -202,8 +203,11 @@ def hook_heartbeats(ev) -> CheckResult:
             continue
         if outcome == "error":
             fix = REASON_FIXES.get(reason or "")
-            if fix is None and detail and "spilled outside .memhealth/" in detail:
-                fix = next((f for c, f in spill.CAUSE_FIXES.items() if c.replace("_", " ") in detail), None)
+            spilled_out = _SPILLED_OUT.match(detail or "")
+            if spilled_out and spilled_out.group(1) in spill.CAUSE_FIXES:
+                # .memhealth/ refused even the spill: that cause is what to fix first
+                fix = spill.CAUSE_FIXES[spilled_out.group(1)]
+                detail = f"{spilled_out.group(1).replace('_', ' ')}: {detail[spilled_out.end():]}"
             reds.append((f"{hook}: last run ({when} ago) failed: {reason or 'error'}"
                          + (f" ({detail[:160]})" if detail else ""),
                          (fix + "; then " if fix else "fix what the reason names, then ")

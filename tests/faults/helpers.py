@@ -7,10 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 from tests.conftest import clean_env, memhealth_cmd, rows, run_cli
@@ -18,7 +16,6 @@ from tests.conftest import clean_env, memhealth_cmd, rows, run_cli
 # Claude Code kills a hook after its `timeout`; `memhealth init` writes these (seconds)
 TIMEOUTS = {"session-start": 10, "prompt": 10, "pre-tool": 10, "post-tool": 10, "pre-compact": 10,
             "stop": 10, "session-end": 5}
-NOBODY = 65534
 
 
 def db_path(project) -> str:
@@ -105,29 +102,22 @@ def heartbeats(project, hook: str | None = None) -> list[tuple]:
 
 
 @contextlib.contextmanager
-def unprivileged_project(project):
-    """Run the block's hooks as a user that file modes apply to. Root ignores modes, so as
-    root the project moves to a world-traversable directory owned by `nobody`, and hooks
-    run under that uid (the returned preexec_fn); otherwise the current user is used."""
-    if os.geteuid() != 0:
-        yield project, None, clean_env()
+def read_only(path: str):
+    """`path` (a directory or file) refuses writes for the block's duration. Root ignores
+    modes, so as root the inode is made immutable (chattr +i: EPERM for everyone)."""
+    import pytest
+
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", path], capture_output=True).returncode != 0:
+            pytest.skip("root ignores file modes and chattr is unavailable on this filesystem")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", path], check=True)
         return
-    base = tempfile.mkdtemp(prefix="memhealth-fault-")
-    os.chmod(base, 0o755)
-    moved = os.path.join(base, "proj")
-    shutil.copytree(str(project), moved, symlinks=True)
-    state = os.path.join(base, "state")
-    os.makedirs(state)
-    for dirpath, dirnames, filenames in os.walk(base):
-        for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
-            os.lchown(name, NOBODY, NOBODY)
-
-    def demote():
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-
+    mode = os.stat(path).st_mode & 0o777
+    os.chmod(path, mode & ~0o222)
     try:
-        yield moved, demote, clean_env(HOME=base, XDG_STATE_HOME=state)
+        yield
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        os.chmod(path, mode)

@@ -12,7 +12,16 @@ import threading
 import pytest
 
 from tests.conftest import clean_env, payload, rows
-from tests.faults.helpers import TIMEOUTS, check, finish, gate, heartbeats, lock_held, start_hook, wait_for
+from tests.faults.helpers import (
+    TIMEOUTS,
+    check,
+    finish,
+    gate,
+    heartbeats,
+    lock_held,
+    start_hook,
+    wait_for,
+)
 from tests.ollama_standin import OllamaStandin
 from tests.test_serve import ServeProcess
 
