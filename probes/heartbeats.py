@@ -18,6 +18,7 @@ import re
 
 from memory_core import journal, spill
 from memory_core.db import write
+from memory_core.heartbeat import FUTURE_SLACK_NS
 from memory_core.intent import system_turn
 from memory_core.meta import get_meta, set_meta
 from probes.result import CheckResult, ago, green, note, red
@@ -259,6 +260,14 @@ def hook_heartbeats(ev) -> CheckResult:
                              f"{ago((ev.now_ns - orphans[0][1]) / 1e9)} ago)",
                              "check the SessionStart entry in .claude/settings*.json (`memhealth init` "
                              "rewrites it)"))
+
+    future = conn.execute("SELECT count(*), max(started_ns) FROM heartbeats WHERE started_ns > ?",
+                          (ev.now_ns + FUTURE_SLACK_NS,)).fetchone()
+    if future[0]:
+        # their own finding: not a failure of any hook, and not activity (ignored above)
+        notes.append(f"clock skew: {future[0]} heartbeat(s) dated up to {ago((future[1] - ev.now_ns) / 1e9)} "
+                     "in the future (the clock was wrong when they were written; they are not counted "
+                     "as activity); check the system clock (`timedatectl`)")
 
     spilled, files, cause = _spilled(ev)
     if spilled:
