@@ -45,7 +45,10 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
         if migrate:
             from memory_core.schema import ensure_schema
 
-            ensure_schema(conn)
+            if ensure_schema(conn) == 0:  # born here: give it an identity (a reset is noticed)
+                from memory_core.identity import born
+
+                born(conn, path)
     except sqlite3.Error as exc:
         raise classify(exc) from exc
     finally:

@@ -16,8 +16,9 @@ import json
 import os
 import re
 
-from memory_core import journal, spill
+from memory_core import identity, journal, spill
 from memory_core.db import write
+from memory_core.errors import StoreError
 from memory_core.heartbeat import FUTURE_SLACK_NS
 from memory_core.intent import system_turn
 from memory_core.meta import get_meta, set_meta
@@ -131,10 +132,10 @@ def _sessions(ev) -> list[dict]:
     return [s for s in sessions if isinstance(s, dict) and s.get("sid")]
 
 
-def _spilled(ev) -> tuple[int, list[str], str | None]:
+def _spilled(ev) -> tuple[int, list[str], str | None, str | None]:
     """Rows still waiting outside the database after the drain: (count, files, the cause
-    the spill recorded for leaving .memhealth/, if any)."""
-    count, files, cause = 0, [], None
+    the spill recorded for leaving .memhealth/, the store's failure family), if known."""
+    count, files, cause, reason = 0, [], None, None
     for path in spill.pending_files(ev.spill_path):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -145,12 +146,14 @@ def _spilled(ev) -> tuple[int, list[str], str | None]:
         if lines:
             count += len(lines)
             files.append(path if not path.startswith(ev.state_dir) else os.path.basename(path))
-            if cause is None and b'"spill_cause"' in lines[0]:
-                try:
-                    cause = json.loads(lines[0]).get("spill_cause")
-                except ValueError:
-                    pass
-    return count, files, cause
+            try:
+                first = json.loads(lines[0])
+            except ValueError:
+                continue
+            if isinstance(first, dict):
+                cause = cause or first.get("spill_cause")
+                reason = reason or first.get("reason")
+    return count, files, cause, reason
 
 
 _SPILLED_OUT = re.compile(r"spilled outside \.memhealth/ \((\w+)\): ")
@@ -158,7 +161,9 @@ _SPILLED_OUT = re.compile(r"spilled outside \.memhealth/ \((\w+)\): ")
 REASON_FIXES = {
     "db_locked": "another process holds the write lock past [hooks].busy_timeout_s: find it with "
                  "`fuser .memhealth/memory.db`",
-    "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as",
+    "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as: "
+                   "`chmod u+rwx .memhealth; chmod u+rw .memhealth/memory.db*` (-wal and -shm "
+                   "inherit the database's mode)",
     "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`",
     "db_full": spill.CAUSE_FIXES["disk_full"],
     "db_io": "check the disk holding .memhealth/ (`df -h .memhealth`, `dmesg`)",
@@ -269,14 +274,33 @@ def hook_heartbeats(ev) -> CheckResult:
                      "in the future (the clock was wrong when they were written; they are not counted "
                      "as activity); check the system clock (`timedatectl`)")
 
-    spilled, files, cause = _spilled(ev)
+    try:
+        identity.adopt(conn, ev.db_path)
+        reset = identity.pending_reset(conn)
+        if reset is not None:
+            prev = reset.get("previous") or {}
+            created = prev.get("created_ns")
+            reds.append((f"store reset: {os.path.basename(ev.db_path)} was recreated empty "
+                         f"{ago((ev.now_ns - reset.get('ts_ns', ev.now_ns)) / 1e9)} ago where store "
+                         f"{prev.get('id', '?')}"
+                         + (f" (created {ago((ev.now_ns - created) / 1e9)} ago)" if created else "")
+                         + " existed: its history (heartbeats, decisions, gate runs) is gone; said once",
+                         "restore .memhealth/memory.db from a backup if you have one, else nothing to do "
+                         "(`memhealth ingest` rebuilds memory from its sources)"))
+            identity.reset_said(conn)
+    except (StoreError, conn.Error):
+        pass  # a store that cannot be written is named by the rows it refused
+
+    spilled, files, cause, why = _spilled(ev)
     if spilled:
         if cause in spill.CAUSE_FIXES:
             reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take, "
                          f"outside .memhealth/ because it refused them: {cause.replace('_', ' ')}",
                          spill.CAUSE_FIXES[cause]))
         else:
-            reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take",
+            reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take"
+                         + (f" ({why})" if why else ""),
+                         (REASON_FIXES[why] + "; the next hook drains the file") if why in REASON_FIXES else
                          f"make {ev.db_path} writable (locked? read-only? corrupt?); the next hook drains "
                          "the file"))
 
