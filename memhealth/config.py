@@ -89,7 +89,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),
         "window_h": ("float", 12.0, (0.1, 720.0), "alert budget window"),
         "repeat_s": ("float", 3600.0, (0.0, 604800.0), "a repeat of the same alert within this is deduped"),
-        "sink_file": ("str", ".memhealth/alerts.ndjson", None, "NDJSON file every decision is appended to"),
+        "sink_file": ("str", ".memhealth/alerts.ndjson", None,
+                      "NDJSON file every decision is appended to; must lie inside .memhealth/ (a committed "
+                      "config.toml is untrusted for paths and URLs: anything else is refused)"),
+        "routes": ("list", ["page", "ticket", "watchdog", "null", "default"], None,
+                   "the closed set of alert routes (Alertmanager receivers); any other receiver is "
+                   "counted as route \"unknown\", which shares one budget"),
         "webhook_url": ("str", "", None, "optional generic webhook for pages and digests"),
     },
 }

@@ -144,11 +144,34 @@ def session_id_of(payload: dict) -> str | None:
     return None
 
 
+_HARNESS_TAG = None
+
+
+def neutralize(text: str) -> str:
+    """Break markup that could open or close the harness's own tags (`<system-reminder>`,
+    `</system-reminder>`, and every tag of memory_core.intent's machine-turn shapes): their
+    `<` becomes `‹`, so a memory file cannot end our frame and speak as the harness. The
+    single emit point applies it to everything a hook injects."""
+    global _HARNESS_TAG
+    if "<" not in text:
+        return text
+    if _HARNESS_TAG is None:
+        import re
+
+        from memory_core.intent import SYSTEM_TURN_PREFIXES
+
+        names = sorted({p[1:].rstrip(">") for p in SYSTEM_TURN_PREFIXES if p.startswith("<")}, key=len,
+                       reverse=True)
+        _HARNESS_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + r")(?![\w-]))",
+                                  re.IGNORECASE)
+    return _HARNESS_TAG.sub("\u2039", text)
+
+
 def emit(event: str, text: str) -> None:
     """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller."""
     from memory_core.text import clean, clip
 
-    text = clip(clean(text), MAX_CONTEXT_CHARS)
+    text = clip(neutralize(clean(text)), MAX_CONTEXT_CHARS)
     body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
     data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
     view = memoryview(data)

@@ -72,6 +72,18 @@ def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
     return host, port
 
 
+RAW_PREFIX_BYTES = 1024  # a rejected body is kept as its head and a hash, never whole
+
+
+def bounded(body: bytes) -> dict:
+    """What the sink keeps of a rejected body: a prefix, its length and a hash (the whole
+    body would let five requests write 20 MB)."""
+    from hashlib import sha256
+
+    return {"raw": body[:RAW_PREFIX_BYTES].decode("utf-8", "replace"), "raw_bytes": len(body),
+            "raw_sha256": sha256(body).hexdigest()}
+
+
 def decision_dict(decision) -> dict:
     """A budget Decision (dataclass, slotted class, dict) as a JSON-ready dict."""
     if isinstance(decision, dict):
@@ -128,8 +140,8 @@ class Sink:
     def append(self, record: dict) -> None:
         line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             try:
                 os.write(fd, line)
             finally:
@@ -155,8 +167,8 @@ class Serve:
         self.probe = _find_default_probe() if probe == "default" else probe
         self.export_enabled = export
         self.collector = StoreCollector(project.db_path, killed_after_s=cfg["hooks"]["killed_after_s"])
-        sink_file = cfg["alerts"]["sink_file"]
-        self.sink = Sink(sink_file if os.path.isabs(sink_file) else os.path.join(project.root, sink_file))
+        self.problems: list[str] = []
+        self.sink = Sink(self._sink_path(cfg["alerts"]["sink_file"]))
         self.started_at = time.time()
         self.stopping = threading.Event()
         self.probe_state = {"runs": 0, "errors": 0, "running_since": None, "last_finished": None,
@@ -167,6 +179,17 @@ class Serve:
         self._server = None
         self._threads: list[threading.Thread] = []
         self._registry = None
+
+    def _sink_path(self, sink_file: str) -> str:
+        """The sink inside .memhealth/, or the default when config names a path outside it: a
+        committed config.toml is untrusted for paths (`../../x` must not write outside)."""
+        state = os.path.realpath(self.project.state_dir)
+        path = os.path.realpath(sink_file if os.path.isabs(sink_file) else os.path.join(self.project.root, sink_file))
+        if os.path.commonpath([state, path]) != state or path == state:
+            self.problems.append(f"[alerts].sink_file {sink_file!r} is outside .memhealth/: refused, "
+                                 f"using .memhealth/alerts.ndjson")
+            return os.path.join(self.project.state_dir, "alerts.ndjson")
+        return path
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -273,7 +296,7 @@ class Serve:
         probe = dict(self.probe_state)
         if probe["running_since"] is not None:
             probe["running_for_s"] = round(time.time() - probe["running_since"], 3)
-        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3),
+        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3), "problems": self.problems,
                 "scrape_errors": self.collector.errors, "last_scrape_error": self.collector.last_error,
                 "probe": probe, "export": self.export_state}
 
@@ -285,15 +308,13 @@ class Serve:
             alerts = validate_webhook(payload)
             receiver = payload.get("receiver") if isinstance(payload.get("receiver"), str) else None
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300],
-                              "raw": body.decode("utf-8", "replace")})
+            self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300], **bounded(body)})
             return 400, {"error": str(exc)[:300]}
         try:
             decisions = self._decide(alerts, now, receiver)
         except Exception as exc:  # the policy failed: keep the alerts, say so
             if getattr(exc, "reason", "") == "alert_payload":  # probes.errors.AlertPayloadError
-                self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300],
-                                  "raw": body.decode("utf-8", "replace")})
+                self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300], **bounded(body)})
                 return 400, {"error": str(exc)[:300]}
             self.sink.append({"ts": now, "decision": "error", "error": f"{type(exc).__name__}: {exc}"[:300],
                               "raw": payload})

@@ -14,8 +14,8 @@ import time
 from tests.conftest import clean_env, memhealth_cmd, rows, run_cli
 
 # Claude Code kills a hook after its `timeout`; `memhealth init` writes these (seconds)
-TIMEOUTS = {"session-start": 10, "prompt": 10, "pre-tool": 10, "post-tool": 10, "pre-compact": 10,
-            "stop": 10, "session-end": 5}
+TIMEOUTS = {"session-start": 30, "prompt": 10, "pre-tool": 5, "post-tool": 5, "pre-compact": 10,
+            "stop": 5, "session-end": 5}
 
 
 def db_path(project) -> str:
