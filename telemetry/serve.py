@@ -176,6 +176,8 @@ class Serve:
         self.export_state: dict = {"runs": 0, "last": None}
         self._alert_lock = threading.Lock()
         self._alert_conn = None
+        self._alert_opened = None
+        self._store_id = None
         self._server = None
         self._threads: list[threading.Thread] = []
         self._registry = None
@@ -199,6 +201,7 @@ class Serve:
         self._registry = CollectorRegistry()
         self._registry.register(self.collector)  # describe(): no query at registration
         connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
+        self._store_id = self.store_identity()
         server_cls = ThreadingHTTPServer
         if ":" in self.host:
             import socket
@@ -240,14 +243,18 @@ class Serve:
 
     def _probe_loop(self) -> None:
         interval = float(self.cfg["serve"]["probe_interval_s"])
-        conn = None
+        conn = opened = None
         while not self.stopping.is_set():
             state = self.probe_state
             state["running_since"] = time.time()
             t0 = time.monotonic()
             try:
+                if conn is not None and self.store_changed(opened):
+                    conn.close()  # deleted or replaced under us: never probe a ghost file
+                    conn = None
                 if conn is None:
                     conn = connect(self.project.db_path)
+                    opened = self._store_id = self.store_identity()
                 self.probe(conn, self.cfg, self.project)
                 state["last_error"] = None
             except Exception as exc:  # a probe bug must not kill the schedule
@@ -264,13 +271,17 @@ class Serve:
 
         interval = float(self.cfg["serve"]["export_interval_s"])
         exporter = OtlpExporter(self.cfg, self.environ)
-        conn = None
+        conn = opened = None
         try:
             while True:
                 final = self.stopping.is_set()
                 try:
+                    if conn is not None and self.store_changed(opened):
+                        conn.close()  # export from the file the hooks write, not a deleted one
+                        conn = None
                     if conn is None:
-                        conn = connect(self.project.db_path)
+                        conn = connect(self.project.db_path, create=False)
+                        opened = self.store_identity()
                     result = exporter.run_once(conn, scrape_errors=self.collector.errors)
                     self.export_state["last"] = result.as_dict()
                 except StoreError as exc:
@@ -292,11 +303,32 @@ class Serve:
         encoder, content_type = choose_encoder(accept or "")
         return encoder(self._registry), content_type
 
+    def store_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the database file now, None when it is missing."""
+        try:
+            st = os.stat(self.project.db_path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def store_changed(self, opened: tuple[int, int] | None) -> bool:
+        """Whether the file a long-lived connection opened is no longer the database's file
+        (deleted or replaced under serve): the caller reopens instead of reading a ghost."""
+        return opened is not None and self.store_identity() != opened
+
     def health(self) -> dict:
         probe = dict(self.probe_state)
         if probe["running_since"] is not None:
             probe["running_for_s"] = round(time.time() - probe["running_since"], 3)
-        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3), "problems": self.problems,
+        now_id = self.store_identity()
+        if now_id is None:
+            store = f"missing: {self.project.db_path} was deleted; scrapes serve the last good values"
+        elif now_id != self._store_id:
+            store = "replaced: the database file changed under serve; connections reopen on next use"
+        else:
+            store = "ok"
+        return {"status": "ok" if now_id is not None else "degraded", "store": store,
+                "uptime_s": round(time.time() - self.started_at, 3), "problems": self.problems,
                 "scrape_errors": self.collector.errors, "last_scrape_error": self.collector.last_error,
                 "probe": probe, "export": self.export_state}
 
@@ -339,8 +371,12 @@ class Serve:
         from probes import budget
 
         with self._alert_lock:
+            if self._alert_conn is not None and self.store_changed(self._alert_opened):
+                self._alert_conn.close()
+                self._alert_conn = None
             if self._alert_conn is None:
                 self._alert_conn = connect(self.project.db_path)
+                self._alert_opened = self.store_identity()
             return budget.decide(self._alert_conn, alerts, now, self.cfg, route=receiver)
 
     def _forward(self, records: list[dict]) -> None:

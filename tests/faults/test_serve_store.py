@@ -1,0 +1,32 @@
+"""A database deleted under serve: /healthz says so (degraded, store missing) instead of
+"ok", and once a hook recreates the store, scrapes and probes read the new file, not the
+deleted one (the new store is a reset the gate names)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.conftest import payload, run_hook
+from tests.faults.helpers import check, db_path, gate, wait_for
+from tests.test_serve import ServeProcess
+
+
+def test_a_database_deleted_under_serve_is_noticed_and_reopened(project):
+    assert run_hook("stop", payload("stop", project), cwd=str(project)).returncode == 0
+    app = ServeProcess(project, "--no-export")
+    try:
+        assert json.loads(app.get("/healthz")[1])["store"] == "ok"
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db_path(project) + suffix):
+                os.unlink(db_path(project) + suffix)
+        health = json.loads(app.get("/healthz")[1])
+        assert health["status"] == "degraded" and health["store"].startswith("missing")
+        for _ in range(3):  # hooks recreate the store; serve must read that file now
+            assert run_hook("prompt", payload("prompt", project, prompt="thanks"), cwd=str(project)).returncode == 0
+        key = ("memhealth_hook_invocations_total", (("hook", "prompt"), ("outcome", "ok")))
+        assert wait_for(lambda: app.samples().get(key) == 3.0, what="the new store's prompts in /metrics")
+        assert json.loads(app.get("/healthz")[1])["status"] == "ok"
+    finally:
+        app.kill()
+    assert "store reset" in check(gate(project), "hook_heartbeats")["detail"]
