@@ -6,7 +6,8 @@
      │    ├── StoreCorrupt       not a database, or malformed
      │    ├── StoreReadOnly      the file or its directory is not writable
      │    ├── StoreFull          the disk (or the file-size limit) is full
-     │    └── StoreIO            the operating system failed a read or write
+     │    ├── StoreIO            the operating system failed a read or write
+     │    └── StoreWalDeleted    memory.db-wal was deleted under open connections
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
      ├── DimensionMismatch       a vector of the wrong width was offered to the store
      └── EmbedError              (memory_core.embed) an embedding call failed; .reason says
@@ -42,6 +43,14 @@ class StoreFull(StoreError):
 
 class StoreIO(StoreError):
     reason = "db_io"
+
+
+class StoreWalDeleted(StoreError):
+    """The -wal file was deleted while processes had the database open; `.fix` says how to
+    put it back from a process that still holds it."""
+
+    reason = "wal_deleted"
+    fix = ""
 
 
 class VectorUnavailable(MemoryCoreError):

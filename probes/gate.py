@@ -227,5 +227,5 @@ def store_failure(exc: BaseException) -> Verdict:
     """The verdict when the store itself cannot be opened: the one check that could run is
     RED, so a dead store is never silent (the paper's fourth failure mode)."""
     reason = getattr(exc, "reason", "store")
-    fix = STORE_FIXES.get(reason, "run `memhealth gate` and read the error")
+    fix = getattr(exc, "fix", "") or STORE_FIXES.get(reason, "run `memhealth gate` and read the error")
     return Verdict([CheckResult(RED, str(exc), fix, name="store")])

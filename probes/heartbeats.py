@@ -167,6 +167,8 @@ REASON_FIXES = {
     "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`",
     "db_full": spill.CAUSE_FIXES["disk_full"],
     "db_io": "check the disk holding .memhealth/ (`df -h .memhealth`, `dmesg`)",
+    "wal_deleted": "memory.db-wal was deleted under open connections: `memhealth gate` names the process "
+                   "to copy it back from (`cp /proc/PID/fd/N .memhealth/memory.db-wal`)",
     "stdin_timeout": "the hook's stdin was never closed: run it as Claude Code does "
                      "(`memhealth hook EVENT < payload.json`)",
     "config": "fix .memhealth/config.toml (the error names the key), then `memhealth gate`",
