@@ -39,6 +39,39 @@ MAX_ALERT_BODY = 4 * 1024 * 1024
 REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread forever
 
 
+MAX_CONNECTIONS = 64  # concurrent connections; a slowloris crowd cannot grow threads without bound
+
+
+class BoundedServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with at most MAX_CONNECTIONS handler threads: a connection over
+    the cap is closed at once (a hostile client costs a socket, not a thread), and each
+    handler's socket times out after REQUEST_SOCKET_TIMEOUT_S."""
+
+    request_queue_size = 128  # socketserver's 5 makes a burst of scrapes wait 1 s for SYN retries
+
+    def __init__(self, *args, **kwargs):
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.refused = 0
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.refused += 1
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 class ListenError(ValueError):
     """The listen address is unusable or not allowed (non-loopback without --allow-remote)."""
 
@@ -202,11 +235,11 @@ class Serve:
         self._registry.register(self.collector)  # describe(): no query at registration
         connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
         self._store_id = self.store_identity()
-        server_cls = ThreadingHTTPServer
+        server_cls = BoundedServer
         if ":" in self.host:
             import socket
 
-            class V6Server(ThreadingHTTPServer):
+            class V6Server(BoundedServer):
                 address_family = socket.AF_INET6
 
             server_cls = V6Server
@@ -327,7 +360,9 @@ class Serve:
             store = "replaced: the database file changed under serve; connections reopen on next use"
         else:
             store = "ok"
+        refused = self._server.refused if self._server is not None else 0
         return {"status": "ok" if now_id is not None else "degraded", "store": store,
+                "connections_refused": refused,
                 "uptime_s": round(time.time() - self.started_at, 3), "problems": self.problems,
                 "scrape_errors": self.collector.errors, "last_scrape_error": self.collector.last_error,
                 "probe": probe, "export": self.export_state}
