@@ -57,6 +57,8 @@ def born(conn, db_path: str) -> None:
     previous = read_sidecar(db_path)
     try:
         with write(conn):
+            if get_meta(conn, META_ID) is not None:
+                return  # another process created the schema at the same moment and named it
             set_meta(conn, META_ID, json.dumps(record))
             if previous is not None:
                 set_meta(conn, META_RESET, json.dumps({"previous": previous, "ts_ns": now}))
