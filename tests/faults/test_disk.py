@@ -14,6 +14,8 @@ import resource
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import clean_env, memhealth_cmd, payload, rows
 from tests.faults.helpers import TIMEOUTS, check, gate, heartbeats, read_only
 
@@ -105,3 +107,53 @@ def test_a_read_only_state_dir_spills_to_the_user_state_dir(project, tmp_path):
     assert verdict["exit"] == 1 and "stop: last run" in hb["detail"] and "readonly" in hb["detail"]
     assert "chmod u+rwx .memhealth" in hb["fix"]
     assert [h[:2] for h in heartbeats(project, "stop")] == [("stop", "error")]
+
+
+@pytest.fixture
+def full_tmpfs(tmp_path):
+    """A 2 MB tmpfs (root only; skipped where mounting is not permitted): a real ENOSPC."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root; the RLIMIT_FSIZE tests cover disk full here")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mount_point)],
+                          capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"tmpfs mount not permitted here: {done.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def test_a_really_full_disk_spills_outside_and_the_gate_names_it(full_tmpfs, tmp_path):
+    root = full_tmpfs / "proj"
+    root.mkdir()
+    assert run_cli_ok("init", "--project", str(root))
+    state = str(tmp_path / "state")
+    env = clean_env(XDG_STATE_HOME=state)
+    filler = full_tmpfs / "filler"
+    with open(filler, "wb") as fh:  # fill the disk to the last page
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError:
+            pass
+    run = subprocess.run(memhealth_cmd() + ["hook", "prompt"], cwd=str(root), capture_output=True, env=env,
+                         input=json.dumps(payload("prompt", root, prompt="thanks")).encode(),
+                         timeout=TIMEOUTS["prompt"])
+    assert run.returncode == 0 and len(run.stderr.splitlines()) == 1
+    assert b"ENOSPC" in run.stderr and b"recorded in" in run.stderr
+    os.unlink(filler)  # the fix: free space
+    verdict = gate(root, env=env)
+    hb = check(verdict, "hook_heartbeats")
+    assert verdict["exit"] == 1 and "disk full" in hb["detail"] and "df -h .memhealth" in hb["fix"]
+    assert [h[:2] for h in heartbeats(root, "prompt")] == [("prompt", "error")]
+    assert rows(root, "SELECT outcome FROM decisions") == [("error",)]
+
+
+def run_cli_ok(*args) -> bool:
+    from tests.conftest import run_cli
+
+    return run_cli(*args).returncode == 0

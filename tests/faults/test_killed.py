@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import signal
 
-from tests.conftest import payload
+from tests.conftest import payload, run_cli
 from tests.faults.helpers import (
     TIMEOUTS,
     check,
@@ -77,3 +77,16 @@ def test_a_whole_payload_on_a_stdin_left_open_is_still_used(project):
     from tests.conftest import rows
 
     assert rows(project, "SELECT outcome, session_id FROM decisions") == [("no_intent", "sess-1")]
+
+
+def test_killed_on_a_lock_then_report_drains_and_counts_it(project):
+    body = json.dumps(payload("prompt", project, prompt="hello")).encode()
+    with lock_held(project):
+        proc = start_hook("prompt", body, str(project))
+        wait_for(lambda: journal_has(project, "prompt"), what="the journal's started line")
+        _kill(proc)
+    out = run_cli("report", "--json", cwd=str(project))
+    assert out.returncode == 0, out.stderr
+    killed = json.loads(out.stdout)["killed"]
+    assert [(k["hook"], k["count"]) for k in killed] == [("prompt", 1)]
+    assert [h[:3] for h in heartbeats(project)] == [("prompt", "killed", "killed")]
