@@ -189,7 +189,8 @@ def render(chosen, intent: str, max_chars: int) -> str:
              "check it against the code before relying on it."]
     budget = max(max_chars - len(parts[0]) - 200, 200) // max(len(chosen), 1)
     for arith, row, block in chosen:
-        title = row[6] or row[2]
+        # quoted safely: one line, and no '"' that would end the quotes early (issue 9)
+        title = " ".join((row[6] or row[2]).split()).replace('"', "'")
         body = clip(" ".join(row[7].split()), budget)
         matched = ", ".join(arith["matched_tokens"][:6])
         if block == "dnr":

@@ -35,6 +35,8 @@ def test_a_memory_file_cannot_close_or_open_the_harness_tags(project):
         assert "system-reminder>" in text  # ... with its markup neutralized, not dropped
         assert "</system-reminder>" not in text and "<system-reminder>" not in text
         assert "\u2039/system-reminder>\u2039system-reminder>" in text
+        if event == "prompt":  # the title is quoted safely: its own quote cannot end the quotes
+            assert "\"Retry 'budget' \u2039/system-reminder>" in text
 
 
 def test_a_dangling_symlink_in_place_of_the_spill_is_never_followed(project, tmp_path):
