@@ -60,6 +60,13 @@ def _alive(pid) -> bool:
     return isinstance(pid, int) and _pid_alive(pid)
 
 
+def _claim_pid(claimed: str) -> int | None:
+    try:
+        return int(claimed.rsplit(".", 2)[-2])
+    except (ValueError, IndexError):
+        return None
+
+
 def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | None = None) -> int:
     """Turn the lines of dead invocations that never reached the database into `killed`
     rows; keep the lines of live ones. Returns the number of killed rows written. Raises
@@ -83,6 +90,20 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
             data += fh.read()
     except OSError:
         return 0
+    # claims left by a drainer that died mid-drain: their lines are ours now
+    import glob
+
+    for stale in glob.glob(glob.escape(path) + ".*.draining"):
+        if stale == claimed or _alive(_claim_pid(stale)):
+            continue
+        try:
+            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as fh:
+                more = fh.read()
+            os.unlink(stale)
+            data += b"\n" + more
+        except OSError:
+            continue
     starts, ends, keep = [], set(), []
     for line in data.splitlines():
         try:

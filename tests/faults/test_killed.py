@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import signal
 
-from tests.conftest import payload, run_cli
+from tests.conftest import payload, run_cli, run_hook
 from tests.faults.helpers import (
     TIMEOUTS,
     check,
@@ -90,3 +90,21 @@ def test_killed_on_a_lock_then_report_drains_and_counts_it(project):
     killed = json.loads(out.stdout)["killed"]
     assert [(k["hook"], k["count"]) for k in killed] == [("prompt", 1)]
     assert [h[:3] for h in heartbeats(project)] == [("prompt", "killed", "killed")]
+
+
+def test_a_drainer_killed_mid_drain_leaves_its_claim_to_the_next_drain(project):
+    """The journal is claimed by rename before it is read; a drainer that dies holding the
+    claim must not take the lines with it."""
+    import subprocess
+    import sys
+    import time
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(10)
+    state = project / ".memhealth"
+    line = json.dumps({"hook": "stop", "pid": dead.pid, "trace_id": "t-orphan", "started_ns": time.time_ns()})
+    (state / f"journal.ndjson.{dead.pid}.draining").write_text(line + "\n")
+    assert run_hook("stop", payload("stop", project), cwd=str(project)).returncode == 0  # a fresh journal
+    gate(project)
+    assert ("stop", "killed", "killed") in [h[:3] for h in heartbeats(project)]
+    assert not list(state.glob("journal.ndjson.*.draining"))
