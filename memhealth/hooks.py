@@ -277,6 +277,9 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         from memory_core.db import connect
 
         conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
+        from memory_core.tx import one_lock_wait
+
+        one_lock_wait(conn)  # a held lock costs this hook one busy_timeout, not one per write
         if os.path.exists(project.spill_path) or os.path.exists(spill.fallback_path(project.spill_path)):
             spill.drain(conn, project.spill_path)
         hb_id = heartbeat.start(conn, hook, session_id, trace.trace_id, started_ns)

@@ -49,6 +49,16 @@ def classify(exc: BaseException) -> StoreError:
     return cls(f"{prefix}: {exc}")
 
 
+_ONE_WAIT: set[int] = set()  # connections whose owner waits for the lock once per run
+
+
+def one_lock_wait(conn) -> None:
+    """After this connection's first write that waited busy_timeout and still met the lock,
+    later writes fail at once (busy_timeout 0): a hook waits for a held lock once, not
+    once per write, and spills the rest. For short-lived processes only (hooks)."""
+    _ONE_WAIT.add(id(conn))
+
+
 class write:
     """`with write(conn):` runs the block in BEGIN IMMEDIATE, so a writer takes the lock up
     front: busy_timeout cannot rescue a deferred read-to-write upgrade (REFERENCE §11)."""
@@ -62,7 +72,13 @@ class write:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except self.conn.Error as exc:
-            raise classify(exc) from exc
+            err = classify(exc)
+            if err.reason == "db_locked" and id(self.conn) in _ONE_WAIT:
+                try:
+                    self.conn.execute("PRAGMA busy_timeout = 0")
+                except self.conn.Error:
+                    pass
+            raise err from exc
         return self.conn
 
     def __exit__(self, exc_type, exc, tb):

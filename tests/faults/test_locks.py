@@ -26,12 +26,12 @@ from tests.ollama_standin import OllamaStandin
 from tests.test_serve import ServeProcess
 
 
-def _session_start_completing_under_a_lock(project) -> tuple[int, bytes, float]:
+def _session_start_completing_under_a_lock(project, busy_s: str = "0.5") -> tuple[int, bytes, float]:
     """A session-start whose gate waits on a hung embedding server; the lock is taken once
     its heartbeat row is in, and held until it exits."""
     with OllamaStandin(mode="hung", hang_s=20) as ollama:
         env = clean_env(MEMHEALTH_EMBEDDING_URL=ollama.url, MEMHEALTH_EMBEDDING_TIMEOUT_S="1.5",
-                        MEMHEALTH_GATE_HOOK_BUDGET_S="3", MEMHEALTH_HOOKS_BUSY_TIMEOUT_S="0.5")
+                        MEMHEALTH_GATE_HOOK_BUDGET_S="3", MEMHEALTH_HOOKS_BUSY_TIMEOUT_S=busy_s)
         proc = start_hook("session-start", json.dumps(payload("SessionStart", project)).encode(),
                           str(project), env=env)
         wait_for(lambda: rows(project, "SELECT 1 FROM heartbeats WHERE hook = 'session-start' "
@@ -52,6 +52,15 @@ def test_a_lock_at_completion_then_the_gate_drains_before_reaping(project):
     assert verdict["exit"] == 1 and "session-start: last run" in hb["detail"] and "db_locked" in hb["detail"]
     assert "fuser .memhealth/memory.db" in hb["fix"]
     assert not os.path.exists(project / ".memhealth" / "spill.ndjson")
+
+
+def test_a_held_lock_costs_a_hook_one_busy_timeout_not_one_per_write(project):
+    """session-start writes several times (the gate's drain, its verdict, the render, the
+    heartbeat): under a held lock only the first waits busy_timeout (2 s here); the rest
+    fail at once and spill. Four waits would take 1.5 + 4 x 2 s."""
+    rc, _err, seconds = _session_start_completing_under_a_lock(project, busy_s="2")
+    assert rc == 0 and seconds < 1.5 + 2 * 2.0 + 1.0, seconds  # one wait, a second's slack for the rest
+    assert [h[:3] for h in heartbeats(project, "session-start")] == [("session-start", None, None)]
 
 
 def test_a_lock_at_completion_then_a_scrape_drains_before_reaping(project):
