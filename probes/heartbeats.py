@@ -205,6 +205,13 @@ def hook_heartbeats(ev) -> CheckResult:
         outcome, reason, detail, started = last
         when = ago((ev.now_ns - started) / 1e9)
         if outcome == "killed":
+            if detail == journal.KILLED_DETAIL:  # it never reached the database
+                reds.append((f"{hook}: last run ({when} ago) was killed before its heartbeat reached the "
+                             "database (waiting on stdin or on the database lock)",
+                             "find what holds the database lock (`fuser .memhealth/memory.db`) or kept "
+                             f"the hook's stdin open; raise the {hook} timeout in .claude/settings*.json "
+                             "only if neither"))
+                continue
             reds.append((f"{hook}: last run ({when} ago) was killed (started, never completed)",
                          f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
                          "(`memhealth report`)"))

@@ -39,8 +39,8 @@ def test_killed_while_blocked_on_a_locked_database(project):
     assert "killed before its heartbeat reached the database" in detail
     hb = check(verdict, "hook_heartbeats")
     assert verdict["exit"] == 1 and hb["status"] == "red"
-    assert "prompt: last run" in hb["detail"] and "was killed" in hb["detail"]
-    assert "timeout" in hb["fix"]
+    assert "prompt: last run" in hb["detail"] and "was killed before its heartbeat" in hb["detail"]
+    assert "fuser .memhealth/memory.db" in hb["fix"]
 
 
 def test_killed_while_stdin_never_closes(project):
