@@ -108,3 +108,38 @@ def test_a_drainer_killed_mid_drain_leaves_its_claim_to_the_next_drain(project):
     gate(project)
     assert ("stop", "killed", "killed") in [h[:3] for h in heartbeats(project)]
     assert not list(state.glob("journal.ndjson.*.draining"))
+
+
+def test_a_hook_run_from_another_projects_cwd_leaves_no_false_killed_row(project, tmp_path):
+    """The started line goes to the project of the hook's cwd before stdin is read; when the
+    payload names another project the line is cancelled there, never reaped as killed."""
+    other = tmp_path / "other"
+    other.mkdir()
+    assert run_cli("init", "--project", str(other)).returncode == 0
+    run = run_hook("stop", payload("stop", other), cwd=str(project))
+    assert run.returncode == 0 and run.stderr == b""
+    gate(project)
+    gate(other)
+    assert heartbeats(project) == []
+    assert [h[:2] for h in heartbeats(other)] == [("stop", "ok")]
+
+
+def test_a_journal_past_its_size_is_drained_by_a_hook(project):
+    """Without a gate or serve running, a hook drains the journal once it passes 256 KiB."""
+    import subprocess
+    import sys
+    import time
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(10)
+    now = time.time_ns()
+    lines = [json.dumps({"hook": "stop", "pid": dead.pid, "trace_id": f"old{i}", "started_ns": now - i})
+             for i in range(3000)]
+    journal = project / ".memhealth" / "journal.ndjson"
+    journal.write_text("\n".join(lines) + "\n")
+    assert journal.stat().st_size > 256 * 1024
+    assert run_hook("stop", payload("stop", project), cwd=str(project)).returncode == 0
+    assert journal.stat().st_size < 1024  # only the draining hook's own line is kept
+    from tests.conftest import rows
+
+    assert rows(project, "SELECT count(*) FROM heartbeats WHERE outcome = 'killed'") == [(3000,)]
