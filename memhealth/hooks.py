@@ -1,9 +1,11 @@
 """`memhealth hook EVENT`: the Claude Code hook protocol around the event handlers.
 
-Contract (DESIGN.md): read the hook JSON from stdin, find the project from `cwd`, write a
-heartbeat row marked started before any work, run the event's handler, emit context as
-`hookSpecificOutput.additionalContext` (never over 10,000 characters), complete the
-heartbeat (ok | error + reason, duration), and exit 0 whatever happened: a memory tool must
+Contract (DESIGN.md): append a "started" line to the project's start journal before
+anything can block (memory_core.journal), read the hook JSON from stdin within a deadline,
+find the project from `cwd`, write a heartbeat row marked started before any work, run the
+event's handler, emit context as `hookSpecificOutput.additionalContext` (never over 10,000
+characters, harness tags neutralized), complete the heartbeat (ok | error + reason,
+duration) with the prompt's decision row, and exit 0 whatever happened: a memory tool must
 never block or erase a prompt. stderr gets at most one line, never a traceback.
 
 Import budget: this module and what it imports run on every prompt. No argparse, tomllib,
@@ -71,7 +73,7 @@ class Invalid(MemhealthError):
         self.fatal = fatal  # False: recorded, and the handler still runs on what was read
 
 
-def read_stdin(deadline_s: float = None) -> tuple[bytes, bool]:
+def read_stdin(deadline_s: float | None = None) -> tuple[bytes, bool]:
     """Read stdin to EOF, at most MAX_STDIN_BYTES, within `deadline_s`; return (bytes,
     timed_out). Claude Code writes the payload and closes the pipe at once: a stdin still
     open after the deadline is recorded as a fault, never waited on until the hook's
