@@ -80,4 +80,4 @@ def test_a_failed_write_transaction_rolls_back(tmp_path):
         with write(conn):
             conn.execute("INSERT INTO meta(key, value) VALUES ('k', 'v')")
             raise RuntimeError("boom")
-    assert conn.execute("SELECT count(*) FROM meta").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM meta WHERE key = 'k'").fetchone() == (0,)
