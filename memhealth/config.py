@@ -5,7 +5,7 @@
 
 Every key, its type, default and help live in SCHEMA, which also renders the commented
 default file that `memhealth init` writes. The hook path avoids importing tomllib (it pulls
-in typing, ~10 ms): the parsed file is cached as JSON beside it, keyed by mtime and size.
+in typing, ~10 ms): the parsed file is cached as JSON beside it, keyed by a hash of its bytes.
 """
 
 from __future__ import annotations
@@ -113,7 +113,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),
         "window_h": ("float", 12.0, (0.1, 720.0), "alert budget window"),
         "repeat_s": ("float", 3600.0, (0.0, 604800.0), "a repeat of the same alert within this is deduped"),
-        "sink_file": ("str", ".memhealth/alerts.ndjson", None, "NDJSON file every decision is appended to"),
+        "sink_file": ("str", ".memhealth/alerts.ndjson", None,
+                      "NDJSON file every decision is appended to; must lie inside .memhealth/ (a committed "
+                      "config.toml is untrusted for paths and URLs: anything else is refused)"),
+        "routes": ("list", ["page", "ticket", "watchdog", "null", "default"], None,
+                   "the closed set of alert routes (Alertmanager receivers); any other receiver is "
+                   "counted as route \"unknown\", which shares one budget"),
         "webhook_url": ("str", "", None, "optional generic webhook for pages and digests"),
     },
 }
@@ -192,17 +197,25 @@ def defaults() -> Config:
 
 
 def _read_file(path: str) -> dict:
-    """Parse config.toml, through a JSON cache keyed by (mtime_ns, size)."""
+    """Parse config.toml, through a JSON cache keyed by a hash of its bytes: a file restored
+    with `cp -p` keeps its mtime and size, and must still be re-validated."""
     try:
-        st = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(1 << 20)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise ConfigError(f"config {path}: cannot read ({exc.strerror})") from None
-    stamp = [st.st_mtime_ns, st.st_size]
+    try:  # the builtin module: hashlib would load OpenSSL on the hook path
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover
+        from hashlib import blake2b
+    stamp = blake2b(raw, digest_size=16).hexdigest()
     cache = os.path.join(os.path.dirname(path), ".config-cache.json")
     try:
-        with open(cache, encoding="utf-8") as fh:
+        fd = os.open(cache, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as fh:
             cached = json.load(fh)
         if cached.get("stamp") == stamp:
             return cached["data"]
@@ -211,15 +224,14 @@ def _read_file(path: str) -> dict:
     import tomllib
 
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        data = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config {path}: not valid TOML ({exc})") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"config {path}: cannot read ({exc})") from None
     try:
         tmp = f"{cache}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump({"stamp": stamp, "data": data}, fh)
         os.replace(tmp, cache)

@@ -1,9 +1,11 @@
 """`memhealth hook EVENT`: the Claude Code hook protocol around the event handlers.
 
-Contract (DESIGN.md): read the hook JSON from stdin, find the project from `cwd`, write a
-heartbeat row marked started before any work, run the event's handler, emit context as
-`hookSpecificOutput.additionalContext` (never over 10,000 characters), complete the
-heartbeat (ok | error + reason, duration), and exit 0 whatever happened: a memory tool must
+Contract (DESIGN.md): append a "started" line to the project's start journal before
+anything can block (memory_core.journal), read the hook JSON from stdin within a deadline,
+find the project from `cwd`, write a heartbeat row marked started before any work, run the
+event's handler, emit context as `hookSpecificOutput.additionalContext` (never over 10,000
+characters, harness tags neutralized), complete the heartbeat (ok | error + reason,
+duration) with the prompt's decision row, and exit 0 whatever happened: a memory tool must
 never block or erase a prompt. stderr gets at most one line, never a traceback.
 
 Import budget: this module and what it imports run on every prompt. No argparse, tomllib,
@@ -35,6 +37,7 @@ EVENTS = {
 CONTEXT_EVENTS = frozenset({"session-start", "prompt", "pre-tool", "post-tool"})
 MAX_CONTEXT_CHARS = 10_000  # Claude Code's cap on injected text (REFERENCE §1)
 MAX_STDIN_BYTES = 16 * 1024 * 1024  # a prompt beyond this is cut, not read forever
+STDIN_DEADLINE_S = 2.0  # Claude Code closes stdin right after the payload; every timeout is >= 5 s
 
 
 class HookContext:
@@ -65,22 +68,43 @@ class HookContext:
 class Invalid(MemhealthError):
     """The hook input could not be used; `reason` is the failure family."""
 
-    def __init__(self, reason: str, message: str):
+    def __init__(self, reason: str, message: str, fatal: bool = True):
         super().__init__(message)
         self.reason = reason
+        self.fatal = fatal  # False: recorded, and the handler still runs on what was read
 
 
-def read_stdin() -> bytes:
-    try:
-        stream = sys.stdin.buffer if sys.stdin is not None else None
-    except (AttributeError, ValueError):
-        stream = None
-    if stream is None:
-        return b""
-    try:
-        return stream.read(MAX_STDIN_BYTES)
-    except (OSError, ValueError):
-        return b""
+def read_stdin(deadline_s: float | None = None) -> tuple[bytes, bool]:
+    """Read stdin to EOF, at most MAX_STDIN_BYTES, within `deadline_s`; return (bytes,
+    timed_out). Claude Code writes the payload and closes the pipe at once: a stdin still
+    open after the deadline is recorded as a fault, never waited on until the hook's
+    timeout kills it."""
+    import select
+
+    deadline = time.monotonic() + (STDIN_DEADLINE_S if deadline_s is None else deadline_s)
+    chunks: list[bytes] = []
+    total = 0
+    while total < MAX_STDIN_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b"".join(chunks), True
+        try:
+            ready, _, _ = select.select([0], [], [], left)
+        except (OSError, ValueError):  # no stdin at all (closed fd 0)
+            break
+        if not ready:
+            return b"".join(chunks), True
+        try:
+            data = os.read(0, min(1 << 20, MAX_STDIN_BYTES - total))
+        except BlockingIOError:
+            continue
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+        total += len(data)
+    return b"".join(chunks), False
 
 
 def parse_payload(raw: bytes) -> tuple[dict, Invalid | None]:
@@ -95,7 +119,8 @@ def parse_payload(raw: bytes) -> tuple[dict, Invalid | None]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         text = raw.decode("utf-8", "replace")
-        problem = Invalid("invalid_utf8", f"stdin is not valid UTF-8 (byte {exc.start}); decoded with replacement")
+        problem = Invalid("invalid_utf8", f"stdin is not valid UTF-8 (byte {exc.start}); decoded with replacement",
+                          fatal=False)
     try:
         payload = json.loads(text)
     except ValueError as exc:
@@ -122,12 +147,35 @@ def session_id_of(payload: dict) -> str | None:
     return None
 
 
+_HARNESS_TAG = None
+
+
+def neutralize(text: str) -> str:
+    """Break markup that could open or close the harness's own tags (`<system-reminder>`,
+    `</system-reminder>`, and every tag of memory_core.intent's machine-turn shapes): their
+    `<` becomes `‹`, so a memory file cannot end our frame and speak as the harness. The
+    single emit point applies it to everything a hook injects."""
+    global _HARNESS_TAG
+    if "<" not in text:
+        return text
+    if _HARNESS_TAG is None:
+        import re
+
+        from memory_core.intent import SYSTEM_TURN_PREFIXES
+
+        names = sorted({p[1:].rstrip(">") for p in SYSTEM_TURN_PREFIXES if p.startswith("<")}, key=len,
+                       reverse=True)
+        _HARNESS_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + r")(?![\w-]))",
+                                  re.IGNORECASE)
+    return _HARNESS_TAG.sub("\u2039", text)
+
+
 def emit(event: str, text: str, notice: str | None = None) -> None:
     """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller.
     `notice` goes to `systemMessage`: shown to the user, not the model (REFERENCE §1)."""
     from memory_core.text import clean, clip
 
-    text = clip(clean(text), MAX_CONTEXT_CHARS)
+    text = clip(neutralize(clean(text)), MAX_CONTEXT_CHARS)
     body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
     if notice:
         body["systemMessage"] = clip(notice, MAX_CONTEXT_CHARS)
@@ -138,40 +186,84 @@ def emit(event: str, text: str, notice: str | None = None) -> None:
         view = view[written:]
 
 
-def _say(line: str) -> None:
+def _say(line: str, limit: int = 300) -> None:
     """One line on stderr, never more; swallow a closed stderr."""
     try:
-        os.write(2, (line.replace("\n", " ")[:300] + "\n").encode("utf-8", "replace"))
+        os.write(2, (line.replace("\n", " ")[:limit] + "\n").encode("utf-8", "replace"))
     except OSError:
         pass
+
+
+def _journal_start(hook: str, trace_id: str, started_ns: int) -> tuple[str, int] | None:
+    """Append the "started" line to the journal of the project Claude Code runs us in (its
+    cwd), before reading stdin: a hook killed while stdin stays open or the database stays
+    locked still leaves a line the gate turns into a `killed` row. Returns (state dir,
+    journal size) or None."""
+    from memhealth.project import Project
+    from memory_core import journal
+
+    try:
+        project = Project.find(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    except (MemhealthError, OSError):
+        return None
+    size = journal.started(project.state_dir, hook, trace_id, started_ns)
+    return None if size is None else (project.state_dir, size)
 
 
 def run(event: str, raw: bytes | None = None) -> int:
     """Run one hook invocation; always returns 0."""
     started_ns = time.time_ns()
+    trace_id = os.urandom(16).hex()
     try:
-        _run(event, started_ns, read_stdin() if raw is None else raw)
+        journaled = _journal_start(event if event in EVENTS else "unknown", trace_id, started_ns)
+        timed_out = False
+        if raw is None:
+            raw, timed_out = read_stdin()
+        _run(event, started_ns, raw, trace_id, journaled, timed_out)
     except BaseException as exc:  # the last line of defence: never raise, never exit non-zero
         _say(f"memhealth hook {event}: internal error: {type(exc).__name__}: {exc}")
     return 0
 
 
-def _run(event: str, started_ns: int, raw: bytes) -> None:
+def _error_decision(hook: str, payload: dict, session_id, trace_id: str, reason: str) -> dict:
+    """The decision row of a prompt the cascade could not decide (store down, bad input, a
+    bug): every prompt writes one, so the denominator stays complete."""
+    prompt_id = _str(payload, "prompt_id")
+    text = payload.get("prompt")
+    return {"ts_ns": time.time_ns(), "hook": hook, "session_id": session_id,
+            "prompt_id": prompt_id[:200] if prompt_id else None, "trace_id": trace_id,
+            "prompt_len": len(text) if isinstance(text, str) else None, "outcome": "error",
+            "detail": {"reason": reason}}
+
+
+def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
+         journaled: tuple[str, int] | None = None, timed_out: bool = False) -> None:
     from memhealth.config import defaults, load
     from memhealth.project import Project
+    from memory_core import journal
 
     payload, invalid = parse_payload(raw)
+    if timed_out:
+        # what was read may still be a whole payload (a writer that never closed): use it
+        invalid = Invalid("stdin_timeout", f"stdin stayed open {STDIN_DEADLINE_S:g} s without EOF "
+                          f"({len(raw)} bytes read" + ("" if invalid is None else f"; {invalid}") + ")",
+                          fatal=invalid is not None and invalid.fatal)
     if event not in EVENTS:
         invalid = Invalid("unknown_event", f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
     cwd = _str(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    hook = event if event in EVENTS else "unknown"
     try:
         project = Project.find(cwd)
-    except ProjectNotFound:
-        return  # not a memhealth project: a silent no-op, by design
-    except OSError:
+    except (ProjectNotFound, OSError):
+        project = None  # not a memhealth project: a silent no-op, by design
+    if journaled is not None and (project is None or project.state_dir != journaled[0]):
+        journal.ended(journaled[0], trace_id)  # the line belongs to no invocation there
+        journaled = None
+    if project is None:
         return
+    journal_size = journaled[1] if journaled is not None else \
+        journal.started(project.state_dir, hook, trace_id, started_ns)
     session_id = session_id_of(payload)
-    hook = event if event in EVENTS else "unknown"
 
     try:
         cfg = load(project.state_dir)
@@ -179,26 +271,25 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
     except ConfigError as exc:
         cfg, config_error = defaults(), exc
 
-    from memory_core import heartbeat, outbox
+    from memory_core import heartbeat, outbox, spill
 
-    trace = outbox.Trace()
+    trace = outbox.Trace(trace_id)
     spill_base = {"kind": "heartbeat", "hook": hook, "session_id": session_id, "pid": os.getpid(),
                   "trace_id": trace.trace_id, "started_ns": started_ns}
 
-    # 1. the heartbeat row, before any work
+    # 1. the heartbeat row, before any work (the journal line already stands for it)
     conn = hb_id = None
     try:
         from memory_core.db import connect
 
         conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
-        if os.path.exists(project.spill_path):
-            from memory_core import spill
+        from memory_core.tx import one_lock_wait
 
+        one_lock_wait(conn)  # a held lock costs this hook one busy_timeout, not one per write
+        if os.path.exists(project.spill_path) or os.path.exists(spill.fallback_path(project.spill_path)):
             spill.drain(conn, project.spill_path)
         hb_id = heartbeat.start(conn, hook, session_id, trace.trace_id, started_ns)
     except (MemoryCoreError, OSError) as exc:  # StoreError and its kin are MemoryCoreErrors
-        from memory_core import spill
-
         reason = getattr(exc, "reason", "store")
         problem = None
         if hook == "session-start":  # a dead store must not be silent: say so where Claude reads
@@ -208,9 +299,13 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
                 emit(hook, store_failure(exc).text())
             except OSError as out_exc:
                 problem = f"; and stdout: {out_exc}"
-        spill.append(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
-                                          "reason": reason, "detail": (str(exc) + (problem or ""))[:500]})
-        _say(f"memhealth hook {hook}: {exc} (recorded in {project.spill_path})")
+        where = spill.append(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
+                                                  "reason": reason,
+                                                  "detail": (str(exc) + (problem or ""))[:500]})
+        if hook == "prompt" and where:
+            spill.append(project.spill_path, {"kind": "decision",
+                                              "row": _error_decision(hook, payload, session_id, trace_id, reason)})
+        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
         return
 
     # 2. the work
@@ -223,7 +318,7 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
     if prompt_id:
         root.set("prompt.id", prompt_id[:200])
     try:
-        if invalid is not None and invalid.reason not in ("invalid_utf8",):
+        if invalid is not None and invalid.fatal:
             raise invalid
         ctx = HookContext(hook, payload, project, cfg, conn, trace, root, session_id, started_ns)
         from memhealth import handlers
@@ -249,20 +344,27 @@ def _run(event: str, started_ns: int, raw: bytes) -> None:
 
     # 3+4. spans, decisions and the completed heartbeat, in one transaction
     decisions = ctx.decisions if ctx is not None else []
+    if hook == "prompt" and not decisions:
+        decisions = [_error_decision(hook, payload, session_id, trace_id, reason or "error")]
     try:
         heartbeat.finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
-                                trace=trace, decisions=decisions)
+                         trace=trace, decisions=decisions)
     except MemoryCoreError as exc:
-        from memory_core import spill
-
-        spill.append(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
-                                          "outcome": outcome if outcome != "ok" else "error",
-                                          "reason": reason or getattr(exc, "reason", "store"),
-                                          "detail": (detail or str(exc))[:500]})
+        where = spill.append(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
+                                                  "outcome": outcome if outcome != "ok" else "error",
+                                                  "reason": reason or getattr(exc, "reason", "store"),
+                                                  "detail": (detail or str(exc))[:500]})
         for decision in decisions:
-            spill.append(project.spill_path, {"kind": "decision", "row": decision})
-        _say(f"memhealth hook {hook}: {exc} (recorded in {project.spill_path})")
+            # the decision goes wherever the heartbeat went: both, or the stderr line says so
+            spill.append(where.path or project.spill_path,
+                         {"kind": "decision", "row": {"ts_ns": time.time_ns(), **decision}})
+        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
         return
+    if journal_size is not None and journal_size > journal.DRAIN_AT_BYTES:
+        try:  # no gate or serve has drained it for a while: keep it small
+            journal.drain(conn, project.state_dir, cfg["hooks"]["killed_after_s"])
+        except (MemoryCoreError, OSError, conn.Error):
+            pass
     if outcome != "ok":
         _say(f"memhealth hook {hook}: {reason}: {detail}")
 

@@ -43,6 +43,8 @@ GITIGNORE = """# memhealth state: the database and runtime files are per machine
 memory.db
 memory.db-*
 spill.ndjson*
+journal.ndjson*
+store-id
 .config-cache.json
 alerts.ndjson
 *.tmp
@@ -201,6 +203,15 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         actions.append(f"created {state}/ (mode 0700)")
         if not dry_run:
             os.makedirs(state, mode=0o700, exist_ok=True)
+    else:
+        st = os.lstat(state)
+        if st.st_mode & 0o022:
+            # group- or world-writable state lets another user plant a symlink or a spill
+            # row: tighten it to the owner, and say so
+            actions.append(f"tightened {state}/ from mode {st.st_mode & 0o777:04o} to 0700 "
+                           "(it was writable by other users)")
+            if not dry_run:
+                os.chmod(state, 0o700)
     config = os.path.join(state, CONFIG_NAME)
     if not os.path.exists(config):
         actions.append(f"wrote {config} (commented defaults)")

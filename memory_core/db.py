@@ -45,13 +45,62 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
         if migrate:
             from memory_core.schema import ensure_schema
 
-            ensure_schema(conn)
+            if ensure_schema(conn) == 0:  # born here: give it an identity (a reset is noticed)
+                from memory_core.identity import born
+
+                born(conn, path)
     except sqlite3.Error as exc:
-        raise classify(exc) from exc
+        err = classify(exc)
+        if err.reason == "db_io":
+            err = wal_deleted(path) or err
+        raise err from exc
     finally:
         if old_umask is not None:
             os.umask(old_umask)
     return conn
+
+
+def wal_holders(path: str) -> list[tuple[int, int]]:
+    """(pid, fd) of processes holding `<path>-wal` open after it was deleted (Linux /proc;
+    only processes this user may inspect). Called on a failure path only: it scans /proc."""
+    target = os.path.abspath(path) + "-wal (deleted)"
+    found = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{fd_dir}/{fd}") == target:
+                    found.append((int(pid), int(fd)))
+            except OSError:
+                continue
+    return found
+
+
+def wal_deleted(path: str) -> StoreError | None:
+    """The StoreWalDeleted for a disk I/O error whose cause is a -wal file deleted while
+    another process has the database open (SQLite then refuses new connections), with the
+    command that puts it back from that process; None when that is not the cause."""
+    from memory_core.errors import StoreWalDeleted
+
+    holders = wal_holders(path)
+    if not holders:
+        return None
+    pid, fd = holders[0]
+    err = StoreWalDeleted(f"{os.path.basename(path)}-wal was deleted while process {pid} had the database "
+                          f"open: rows committed since the last checkpoint live only in that process's "
+                          f"open file")
+    err.fix = (f"put it back before process {pid} exits: `cp /proc/{pid}/fd/{fd} {path}-wal` (nothing "
+               f"is lost); if it has exited, stop every process holding the database (`fuser {path}*`), "
+               "move the -wal/-shm aside and accept the loss")
+    return err
 
 
 def load_vec(conn) -> bool:

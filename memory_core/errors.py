@@ -4,7 +4,10 @@
      ├── StoreError              the database cannot be opened, migrated or written
      │    ├── StoreLocked        another writer held the lock past busy_timeout
      │    ├── StoreCorrupt       not a database, or malformed
-     │    └── StoreReadOnly      the file or its directory is not writable
+     │    ├── StoreReadOnly      the file or its directory is not writable
+     │    ├── StoreFull          the disk (or the file-size limit) is full
+     │    ├── StoreIO            the operating system failed a read or write
+     │    └── StoreWalDeleted    memory.db-wal was deleted under open connections
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
      ├── DimensionMismatch       a vector of the wrong width was offered to the store
      ├── EmbedError              (memory_core.embed) an embedding call failed; .reason says
@@ -38,6 +41,22 @@ class StoreCorrupt(StoreError):
 
 class StoreReadOnly(StoreError):
     reason = "db_readonly"
+
+
+class StoreFull(StoreError):
+    reason = "db_full"
+
+
+class StoreIO(StoreError):
+    reason = "db_io"
+
+
+class StoreWalDeleted(StoreError):
+    """The -wal file was deleted while processes had the database open; `.fix` says how to
+    put it back from a process that still holds it."""
+
+    reason = "wal_deleted"
+    fix = ""
 
 
 class VectorUnavailable(MemoryCoreError):

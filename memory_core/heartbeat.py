@@ -69,6 +69,9 @@ def record_invocation(conn, hook: str, started_ns: int, outcome: str, reason=Non
         return cur.lastrowid
 
 
+FUTURE_SLACK_NS = 60 * 10**9  # timestamps this far ahead of now are clock skew, not jitter
+
+
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -89,9 +92,12 @@ def reap_killed(conn, killed_after_s: float, now_ns: int | None = None, min_age_
     now_ns = now_ns or time.time_ns()
     rows = conn.execute(
         "SELECT id, hook, pid, started_ns FROM heartbeats WHERE outcome IS NULL").fetchall()
+    # a row dated in the future (the clock was set back since) has no usable age: its
+    # process decides alone, so a skewed clock never keeps a killed hook open forever
     dead = [(i, hook) for i, hook, pid, started in rows
             if (now_ns - started) > killed_after_s * 1e9
-            or ((now_ns - started) > min_age_s * 1e9 and not _pid_alive(pid))]
+            or (((now_ns - started) > min_age_s * 1e9 or started > now_ns + FUTURE_SLACK_NS)
+                and not _pid_alive(pid))]
     if not dead:
         return 0
     with write(conn):

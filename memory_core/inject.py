@@ -599,6 +599,12 @@ def _provenance(row) -> str:
     return f"from memory ({row[1]}, {_where(row)}, recorded {day}; verify before building on it)"
 
 
+def _quoted(title: str) -> str:
+    """A title in double quotes, safely: one line, and no '"' inside to end the quotes early
+    (a memory file's name is text anyone could have written; issue 9)."""
+    return '"' + " ".join(str(title).split()).replace('"', "'") + '"'
+
+
 def render(chosen, intent: str, max_chars: int) -> str:
     """Frame each item with its provenance; the whole block stays under max_chars. A
     DO-NOT-REBUILD names the entry and where it lives; its evidence is one line each."""
@@ -611,11 +617,11 @@ def render(chosen, intent: str, max_chars: int) -> str:
         if block == "dnr":
             where = _attrs(row).get("path")
             lives = f" (lives in {where})" if where else ""
-            head = f"DO-NOT-REBUILD? \"{entry_name(row)}\" may already exist{lives} — {_provenance(row)}."
+            head = f"DO-NOT-REBUILD? {_quoted(entry_name(row))} may already exist{lives} — {_provenance(row)}."
         else:
             kind = "Decision lineage" if row[1] == "ledger" or (row[5] or "") in LINEAGE_KINDS else "Related record"
-            head = f"{kind}: \"{row[6] or row[2]}\" — {_provenance(row)}."
+            head = f"{kind}: {_quoted(row[6] or row[2])} — {_provenance(row)}."
         lines = [head, f"  shares: {matched}", f"  {body}"]
-        lines += [f"  mentioned in: {_where(e)} \"{e[6] or e[2]}\" ({e[1]})" for e in evidence]
+        lines += [f"  mentioned in: {_where(e)} {_quoted(e[6] or e[2])} ({e[1]})" for e in evidence]
         parts.append("\n".join(lines))
     return clip("\n".join(parts), max_chars)

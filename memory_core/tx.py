@@ -9,12 +9,24 @@ Every writer in every layer goes through here, so the same failure raises the sa
 
 from __future__ import annotations
 
-from memory_core.errors import StoreCorrupt, StoreError, StoreLocked, StoreReadOnly
+from memory_core.errors import (
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreIO,
+    StoreLocked,
+    StoreReadOnly,
+)
 
 
 def failure_reason(exc: BaseException) -> str:
-    """The failure family of a SQLite driver error: db_locked, db_corrupt, db_readonly, store."""
+    """The failure family of a SQLite driver error: db_locked, db_corrupt, db_readonly,
+    db_full, db_io, store."""
     text = str(exc).lower()
+    if "disk is full" in text or "too large" in text:
+        return "db_full"
+    if "disk i/o" in text:
+        return "db_io"
     if "locked" in text or "busy" in text:
         return "db_locked"
     if "not a database" in text or "malformed" in text or "corrupt" in text:
@@ -26,13 +38,25 @@ def failure_reason(exc: BaseException) -> str:
 
 _CLASSES = {"db_locked": (StoreLocked, "database is locked"),
             "db_corrupt": (StoreCorrupt, "database is corrupt"),
-            "db_readonly": (StoreReadOnly, "database is not writable")}
+            "db_readonly": (StoreReadOnly, "database is not writable"),
+            "db_full": (StoreFull, "disk full"),
+            "db_io": (StoreIO, "disk I/O error")}
 
 
 def classify(exc: BaseException) -> StoreError:
     """Map a driver exception to the store error a user can act on."""
     cls, prefix = _CLASSES.get(failure_reason(exc), (StoreError, "database error"))
     return cls(f"{prefix}: {exc}")
+
+
+_ONE_WAIT: set[int] = set()  # connections whose owner waits for the lock once per run
+
+
+def one_lock_wait(conn) -> None:
+    """After this connection's first write that waited busy_timeout and still met the lock,
+    later writes fail at once (busy_timeout 0): a hook waits for a held lock once, not
+    once per write, and spills the rest. For short-lived processes only (hooks)."""
+    _ONE_WAIT.add(id(conn))
 
 
 class write:
@@ -48,7 +72,13 @@ class write:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except self.conn.Error as exc:
-            raise classify(exc) from exc
+            err = classify(exc)
+            if err.reason == "db_locked" and id(self.conn) in _ONE_WAIT:
+                try:
+                    self.conn.execute("PRAGMA busy_timeout = 0")
+                except self.conn.Error:
+                    pass
+            raise err from exc
         return self.conn
 
     def __exit__(self, exc_type, exc, tb):

@@ -47,6 +47,7 @@ SEVERITY_MAP = {"critical": "page", "page": "page", "error": "page",
 NEVER_PAGE_STATES = frozenset({"cold", "not_configured", "optional"})
 META_ALERTNAME = "MemhealthAlertBudgetExhausted"
 DEFAULT_ROUTE = "default"
+UNKNOWN_ROUTE = "unknown"  # every receiver outside [alerts].routes: one series, one shared budget
 
 
 class AlertClass:
@@ -209,19 +210,23 @@ def decide(conn, alerts: list[dict], now: float, cfg: dict, route: str | None = 
     """Decide every alert of one Alertmanager webhook (v4) delivery; store and count each.
 
     `route`: the receiving route (the webhook's `receiver`); an alert's `route` label wins,
-    else "default". Returns the decisions in input order, each meta-alert right after the
+    else "default". A route outside [alerts].routes is "unknown": the client cannot mint
+    series or budgets. Returns the decisions in input order, each meta-alert right after the
     alert that triggered it, a due digest first."""
     if not isinstance(alerts, list) or not all(isinstance(a, dict) for a in alerts):
         raise AlertPayloadError("alerts must be a list of objects (Alertmanager webhook v4)")
     acfg = cfg["alerts"]
     per_window, repeat_s = int(acfg["pages_per_window"]), float(acfg["repeat_s"])
     start = window_start(now, cfg)
+    known = set(acfg.get("routes") or ()) | {DEFAULT_ROUTE}
     out: list[Decision] = []
     routes: set[str] = set()
     with write(conn):
         for alert in alerts:
             labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
             r = str(labels.get("route") or route or DEFAULT_ROUTE)
+            if r not in known:  # client text never becomes a label or a budget of its own
+                r = UNKNOWN_ROUTE
             if r not in routes:
                 routes.add(r)
                 due = _digest_due(conn, r, now, cfg)

@@ -211,7 +211,12 @@ def index_integrity(ev) -> CheckResult:
                 # rank 1: compare the index with the external content table, not only itself
                 conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
             except sqlite3.Error as exc:  # the check reports corruption as a DatabaseError
-                problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
+                from memory_core.tx import failure_reason
+
+                # the check is written as an INSERT: a read-only store refuses it, which says
+                # nothing about the index (hook_heartbeats and the store check name the cause)
+                if failure_reason(exc) != "db_readonly":
+                    problems.append((f"FTS5 integrity-check: {exc}", fts_fix))
         if not problems:
             try:
                 with write(conn):

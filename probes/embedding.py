@@ -10,13 +10,13 @@ Sequence (REFERENCE §4.2, §7; one request when healthy, where the reference ma
      "<arch>.embedding_length" equals [embedding].dim → else fallback_mismatch
      (misconfiguration caught at configuration time, not discovered months later).
   2. POST /api/embed one short text within timeout_s. Refused → unreachable; 404 naming the
-     model → model_missing; 503 → busy (a NOTE: transient, not an outage); not Ollama's
-     answer → unreachable; wrong width → dimension_mismatch.
-  3. No answer within timeout_s → one warm-up retry within warmup_timeout_s (clamped to the
-     caller's deadline). Retry OK → GREEN, state cold, "warmed in X.X s". Both time out →
-     wedged, but only when the retry waited the full warmup_timeout_s: a retry the hook's
-     budget cut short cannot tell a model still loading from a dead server, so it is a
-     NOTE, state cold, "cold or wedged, undecided" (`memhealth gate` waits the full warm-up).
+     model → model_missing; 503 → busy (a NOTE: transient, not an outage); an answer that is
+     not Ollama's (an HTML page) → not_ollama; JSON that breaks off or lacks Ollama's
+     fields → malformed_reply; wrong width → dimension_mismatch.
+  3. No answer within timeout_s → one warm-up retry within warmup_timeout_s. Retry OK →
+     GREEN, state cold, "warmed in X.X s". Both time out → wedged. Inside a hook (the
+     caller passes a deadline) there is no retry: a NOTE "undecided", and the verdict is
+     left to `memhealth gate` and serve (SessionStart's budget is seconds, a warm-up is not).
 Worst case: connect + timeout_s + warm-up + connect, whatever the server does.
 """
 
@@ -28,7 +28,7 @@ import time
 from probes.result import CheckResult, duration
 
 STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
-          "fallback_mismatch", "not_configured")
+          "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
 PROBE_TEXT = "memory-health embed probe"
 DEADLINE_MARGIN_S = 1.0  # leave the hook this long to print its verdict before its timeout
 _WIDTH = re.compile(r"returned (\d+)-dim")
@@ -52,9 +52,17 @@ def _failure(exc, e: dict, t0: float, warmup_s: float = 0.0) -> CheckResult:
         return _result("red", str(exc), FIX_START.format(url=url),
                        "unreachable", t0)
     if reason == "malformed":
-        return _result("red", f"{url} does not answer like an Ollama server ({exc.body_head[:80]})",
+        # a server answers, so it is not "down" (the alert that pages on unreachable must not
+        # fire): JSON that breaks off or lacks Ollama's fields is a malformed reply (a proxy
+        # cutting bodies, a version skew); anything else (an HTML page) is not Ollama at all
+        head = (exc.body_head or "").lstrip()
+        if head.startswith(("{", "[")):
+            return _result("red", f"{url} answered with a malformed reply ({head[:80]})",
+                           f"check what sits between memhealth and Ollama at {url} (a proxy cutting "
+                           "bodies?) and the Ollama version (`ollama --version`)", "malformed_reply", t0)
+        return _result("red", f"{url} does not answer like an Ollama server ({head[:80]})",
                        f"point [embedding].url at Ollama; something else listens at {url}",
-                       "unreachable", t0)
+                       "not_ollama", t0)
     if reason == "model_missing":
         return _result("red", f"embedding model {model} missing from Ollama at {url}",
                        f"ollama pull {model}", "model_missing", t0)
@@ -89,6 +97,9 @@ def embedding_path(ev) -> CheckResult:
     from memory_core.embed import EmbedError, OllamaClient
 
     timeout_s = float(e["timeout_s"])
+    hook_left = ev.remaining_s() if hasattr(ev, "remaining_s") else None
+    if hook_left is not None:  # one attempt, inside what the hook has left
+        timeout_s = max(0.05, min(timeout_s, hook_left - DEADLINE_MARGIN_S))
     client = OllamaClient.from_config(ev.cfg)
     trace = getattr(ev, "trace", None)
     try:
@@ -119,12 +130,13 @@ def embedding_path(ev) -> CheckResult:
                                "model_missing", t0)
             if exc.reason != "timeout":
                 return _failure(exc, e, t0)
-        # one warm-up retry: a cold model is loading, not dead (paper §3.4)
-        full_s = float(e["warmup_timeout_s"])
-        warm_s = full_s
+        # one warm-up retry: a cold model is loading, not dead (paper §3.4). Inside a hook
+        # (a deadline is set) there is none: the hook spends one bounded attempt and leaves
+        # the verdict to `memhealth gate` and serve's probe, which can wait the warm-up out
+        full_s = warm_s = float(e["warmup_timeout_s"])
         remaining = ev.remaining_s() if hasattr(ev, "remaining_s") else None
         if remaining is not None:
-            warm_s = min(warm_s, remaining - DEADLINE_MARGIN_S - float(e["connect_timeout_s"]))
+            warm_s = 0.0
         if warm_s <= 0:
             return _result("note", f"no answer within {duration(timeout_s)} and no time left in this hook "
                            "for a warm-up retry: cold or wedged, undecided", FIX_UNDECIDED, "cold", t0)

@@ -272,7 +272,12 @@ STORE_FIXES = {
     "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`: "
                   "the store is rebuilt from your files",
     "db_locked": "another process holds the write lock: find it with `fuser .memhealth/memory.db`",
-    "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as",
+    "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as: "
+                   "`chmod u+rwx .memhealth; chmod u+rw .memhealth/memory.db*` (SQLite creates "
+                   "-wal and -shm with the database's mode)",
+    "db_full": "free space on the disk holding .memhealth/ (`df -h .memhealth`) or raise the "
+               "file-size limit (`ulimit -f`)",
+    "db_io": "check the disk holding .memhealth/ (`df -h .memhealth`, `dmesg`)",
 }
 
 
@@ -280,5 +285,5 @@ def store_failure(exc: BaseException) -> Verdict:
     """The verdict when the store itself cannot be opened: the one check that could run is
     RED, so a dead store is never silent (the paper's fourth failure mode)."""
     reason = getattr(exc, "reason", "store")
-    fix = STORE_FIXES.get(reason, "run `memhealth gate` and read the error")
+    fix = getattr(exc, "fix", "") or STORE_FIXES.get(reason, "run `memhealth gate` and read the error")
     return Verdict([CheckResult(RED, str(exc), fix, name="store")])

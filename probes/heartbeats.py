@@ -12,13 +12,14 @@ real prompts it gained after SessionStart) with the prompt hook's rows for that 
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
 
-from memory_core import heartbeat, spill
+from memory_core import identity, journal, spill
 from memory_core.db import write
+from memory_core.errors import StoreError
+from memory_core.heartbeat import FUTURE_SLACK_NS
 from memory_core.intent import system_turn
 from memory_core.meta import get_meta, set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
@@ -171,33 +172,57 @@ def _sessions(ev) -> list[dict]:
     return [s for s in sessions if isinstance(s, dict) and s.get("sid")]
 
 
-def _spilled(ev) -> tuple[int, list[str]]:
-    """Rows still waiting outside the database after a drain attempt."""
-    if os.path.exists(ev.spill_path):
+def _spilled(ev) -> tuple[int, list[str], str | None, str | None]:
+    """Rows still waiting outside the database after the drain: (count, files, the cause
+    the spill recorded for leaving .memhealth/, the store's failure family), if known."""
+    count, files, cause, reason = 0, [], None, None
+    for path in spill.pending_files(ev.spill_path):
         try:
-            spill.drain(ev.conn, ev.spill_path)
-        except Exception:  # a failed drain leaves the file; we count it below
-            pass
-    count, files = 0, []
-    for path in [ev.spill_path, *glob.glob(glob.escape(ev.spill_path) + ".*.draining")]:
-        try:
-            with open(path, "rb") as fh:
-                n = sum(1 for line in fh if line.strip())
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
+                lines = [line for line in fh if line.strip()]
         except OSError:
             continue
-        if n:
-            count += n
-            files.append(os.path.basename(path))
-    return count, files
+        if lines:
+            count += len(lines)
+            files.append(path if not path.startswith(ev.state_dir) else os.path.basename(path))
+            try:
+                first = json.loads(lines[0])
+            except ValueError:
+                continue
+            if isinstance(first, dict):
+                cause = cause or first.get("spill_cause")
+                reason = reason or first.get("reason")
+    return count, files, cause, reason
+
+
+_SPILLED_OUT = re.compile(r"spilled outside \.memhealth/ \((\w+)\): ")
+# the fix for a hook's latest failure, by failure family: the reason names what to do
+REASON_FIXES = {
+    "db_locked": "another process holds the write lock past [hooks].busy_timeout_s: find it with "
+                 "`fuser .memhealth/memory.db`",
+    "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as: "
+                   "`chmod u+rwx .memhealth; chmod u+rw .memhealth/memory.db*` (-wal and -shm "
+                   "inherit the database's mode)",
+    "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`",
+    "db_full": spill.CAUSE_FIXES["disk_full"],
+    "db_io": "check the disk holding .memhealth/ (`df -h .memhealth`, `dmesg`)",
+    "wal_deleted": "memory.db-wal was deleted under open connections: `memhealth gate` names the process "
+                   "to copy it back from (`cp /proc/PID/fd/N .memhealth/memory.db-wal`)",
+    "stdin_timeout": "the hook's stdin was never closed: run it as Claude Code does "
+                     "(`memhealth hook EVENT < payload.json`)",
+    "config": "fix .memhealth/config.toml (the error names the key), then `memhealth gate`",
+}
 
 
 def hook_heartbeats(ev) -> CheckResult:
     """RED when a wired hook's latest run failed or was killed, when a hook stopped firing
     across a session boundary, or when rows sit in the spill file; idle is green."""
     conn, cfg = ev.conn, ev.cfg
-    heartbeat.reap_killed(conn, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
-    # drain first: a spilled run is judged with the others in this same gate, not the next
-    spilled, files = _spilled(ev)
+    # drain (spill, then journal) before reaping: a completion spilled under a lock lands
+    # before its row could be marked killed, and a hook killed before its heartbeat reached
+    # the database becomes a killed row here
+    journal.settle(conn, ev.state_dir, cfg["hooks"]["killed_after_s"], now_ns=ev.now_ns)
     expected, _timeouts, problems = wired_hooks(ev.settings_paths)
     reds: list[tuple[str, str]] = []
     notes: list[str] = []
@@ -228,15 +253,28 @@ def hook_heartbeats(ev) -> CheckResult:
         if outcome in ("killed", "error") and started <= acked:
             continue  # acknowledged; the hook's next run decides again
         if outcome == "killed":
+            if detail == journal.KILLED_DETAIL:  # it never reached the database
+                reds.append((f"{hook}: last run ({when} ago) was killed before its heartbeat reached the "
+                             "database (waiting on stdin or on the database lock)",
+                             "find what holds the database lock (`fuser .memhealth/memory.db`) or kept "
+                             f"the hook's stdin open; raise the {hook} timeout in .claude/settings*.json "
+                             "only if neither"))
+                continue
             reds.append((f"{hook}: last run ({when} ago) was killed (started, never completed)",
                          f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
                          "(`memhealth report`)" + ACK))
             continue
         if outcome == "error":
+            fix = REASON_FIXES.get(reason or "")
+            spilled_out = _SPILLED_OUT.match(detail or "")
+            if spilled_out and spilled_out.group(1) in spill.CAUSE_FIXES:
+                # .memhealth/ refused even the spill: that cause is what to fix first
+                fix = spill.CAUSE_FIXES[spilled_out.group(1)]
+                detail = f"{spilled_out.group(1).replace('_', ' ')}: {detail[spilled_out.end():]}"
             reds.append((f"{hook}: last run ({when} ago) failed: {reason or 'error'}"
                          + (f" ({detail[:160]})" if detail else ""),
-                         "fix what the reason names (history: `memhealth report`); the hook's next "
-                         "good run clears this" + ACK))
+                         (fix + "; " if fix else "fix what the reason names; ")
+                         + "the hook's next good run clears this (history: `memhealth report`)" + ACK))
             continue
         failed = conn.execute(
             "SELECT outcome, count(*) FROM heartbeats WHERE hook = ? AND started_ns >= ? AND "
@@ -293,10 +331,43 @@ def hook_heartbeats(ev) -> CheckResult:
                              "check the SessionStart entry in .claude/settings*.json (`memhealth init` "
                              "rewrites it)" + ACK))
 
+    future = conn.execute("SELECT count(*), max(started_ns) FROM heartbeats WHERE started_ns > ?",
+                          (ev.now_ns + FUTURE_SLACK_NS,)).fetchone()
+    if future[0]:
+        # their own finding: not a failure of any hook, and not activity (ignored above)
+        notes.append(f"clock skew: {future[0]} heartbeat(s) dated up to {ago((future[1] - ev.now_ns) / 1e9)} "
+                     "in the future (the clock was wrong when they were written; they are not counted "
+                     "as activity); check the system clock (`timedatectl`)")
+
+    try:
+        identity.adopt(conn, ev.db_path)
+        reset = identity.pending_reset(conn)
+        if reset is not None:
+            prev = reset.get("previous") or {}
+            created = prev.get("created_ns")
+            reds.append((f"store reset: {os.path.basename(ev.db_path)} was recreated empty "
+                         f"{ago((ev.now_ns - reset.get('ts_ns', ev.now_ns)) / 1e9)} ago where store "
+                         f"{prev.get('id', '?')}"
+                         + (f" (created {ago((ev.now_ns - created) / 1e9)} ago)" if created else "")
+                         + " existed: its history (heartbeats, decisions, gate runs) is gone; said once",
+                         "restore .memhealth/memory.db from a backup if you have one, else nothing to do "
+                         "(`memhealth ingest` rebuilds memory from its sources)"))
+            identity.reset_said(conn)
+    except (StoreError, conn.Error):
+        pass  # a store that cannot be written is named by the rows it refused
+
+    spilled, files, cause, why = _spilled(ev)
     if spilled:
-        reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take",
-                     f"make {ev.db_path} writable (locked? read-only? corrupt?); the next hook drains "
-                     "the file"))
+        if cause in spill.CAUSE_FIXES:
+            reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take, "
+                         f"outside .memhealth/ because it refused them: {cause.replace('_', ' ')}",
+                         spill.CAUSE_FIXES[cause]))
+        else:
+            reds.append((f"{spilled} row(s) in {', '.join(files)} the database could not take"
+                         + (f" ({why})" if why else ""),
+                         (REASON_FIXES[why] + "; the next hook drains the file") if why in REASON_FIXES else
+                         f"make {ev.db_path} writable (locked? read-only? corrupt?); the next hook drains "
+                         "the file"))
 
     if reds:
         detail = "; ".join(d for d, _ in reds)

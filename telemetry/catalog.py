@@ -16,10 +16,10 @@ HOOKS = ("session-start", "prompt", "pre-tool", "post-tool", "pre-compact", "sto
 HEARTBEATS = HOOKS + ("gate", "capture")
 HOOK_OUTCOMES = ("ok", "error", "killed")
 INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "injected",
-                      "suppressed_ablation")
+                      "suppressed_ablation", "error")  # error: the cascade could not decide (store down)
 GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
 EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
-                    "fallback_mismatch", "not_configured")
+                    "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
 OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.capture.KINDS

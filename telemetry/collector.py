@@ -83,6 +83,16 @@ def _key(metric: Metric, labels: dict, extra: tuple = ()) -> tuple | None:
     return tuple(str(labels[name])[:MAX_LABEL_CHARS] for name in metric.labels)
 
 
+def store_dir(conn) -> str | None:
+    """The directory of the connection's main database file (None for :memory:)."""
+    import os
+
+    for _seq, name, file in conn.execute("PRAGMA database_list"):
+        if name == "main" and file:
+            return os.path.dirname(file)
+    return None
+
+
 def _table_exists(conn, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
@@ -95,12 +105,14 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
     store still gets read). Closed label vocabularies are filled with zeros."""
     now_ns = now_ns or time.time_ns()
     if killed_after_s is not None:
-        from memory_core import heartbeat
+        # drain (spill, journal) before reaping, as the gate does: a spilled completion is
+        # never reaped as killed, a hook killed before the database is (best effort: a
+        # locked store still gets read)
+        from memory_core import journal
 
-        try:
-            heartbeat.reap_killed(conn, killed_after_s, now_ns=now_ns)
-        except (StoreError, sqlite3.Error):
-            pass
+        state_dir = store_dir(conn)
+        if state_dir:
+            journal.settle(conn, state_dir, killed_after_s, now_ns=now_ns)
     families = {m.name: Family(m) for m in METRICS}
 
     # rollups: counters, set gauges, histogram parts

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core.db import sqlite3
-from memory_core.errors import StoreError
 from memory_core.meta import meta_with_prefix
 from telemetry.catalog import INJECTION_OUTCOMES
 
@@ -47,12 +45,14 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
     now_ns = now_ns or time.time_ns()
     since = now_ns - int(days * DAY_NS)
     if killed_after_s is not None:
-        from memory_core.heartbeat import reap_killed
+        # drain, then reap (best effort: a locked store still gets reported; open rows show
+        # as running)
+        from memory_core.journal import settle
+        from telemetry.collector import store_dir
 
-        try:
-            reap_killed(conn, killed_after_s, now_ns=now_ns)
-        except (StoreError, sqlite3.Error):
-            pass  # a locked store still gets reported; open rows show as running
+        state_dir = store_dir(conn)
+        if state_dir:
+            settle(conn, state_dir, killed_after_s, now_ns=now_ns)
     return {
         "window": {"days": days, "since_ns": since, "until_ns": now_ns,
                    "since": time.strftime("%Y-%m-%d %H:%M", time.gmtime(since / 1e9)),

@@ -40,6 +40,39 @@ MAX_ALERT_BODY = 4 * 1024 * 1024
 REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread forever
 
 
+MAX_CONNECTIONS = 64  # concurrent connections; a slowloris crowd cannot grow threads without bound
+
+
+class BoundedServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with at most MAX_CONNECTIONS handler threads: a connection over
+    the cap is closed at once (a hostile client costs a socket, not a thread), and each
+    handler's socket times out after REQUEST_SOCKET_TIMEOUT_S."""
+
+    request_queue_size = 128  # socketserver's 5 makes a burst of scrapes wait 1 s for SYN retries
+
+    def __init__(self, *args, **kwargs):
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.refused = 0
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.refused += 1
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
     """"host:port" (or "[v6]:port") → (host, port); non-loopback refused unless allowed."""
     text = listen.strip()
@@ -67,6 +100,18 @@ def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
         raise ListenError(f"refusing to bind {host}: /metrics and /alerts are unauthenticated; "
                           "bind a loopback address or pass --allow-remote")
     return host, port
+
+
+RAW_PREFIX_BYTES = 1024  # a rejected body is kept as its head and a hash, never whole
+
+
+def bounded(body: bytes) -> dict:
+    """What the sink keeps of a rejected body: a prefix, its length and a hash (the whole
+    body would let five requests write 20 MB)."""
+    from hashlib import sha256
+
+    return {"raw": body[:RAW_PREFIX_BYTES].decode("utf-8", "replace"), "raw_bytes": len(body),
+            "raw_sha256": sha256(body).hexdigest()}
 
 
 def decision_dict(decision) -> dict:
@@ -125,8 +170,8 @@ class Sink:
     def append(self, record: dict) -> None:
         line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             try:
                 os.write(fd, line)
             finally:
@@ -158,8 +203,8 @@ class Serve:
         self.probe = _find_default_probe() if probe == "default" else probe
         self.export_enabled = export
         self.collector = StoreCollector(project.db_path, killed_after_s=cfg["hooks"]["killed_after_s"])
-        sink_file = cfg["alerts"]["sink_file"]
-        self.sink = Sink(sink_file if os.path.isabs(sink_file) else os.path.join(project.root, sink_file))
+        self.problems: list[str] = []
+        self.sink = Sink(self._sink_path(cfg["alerts"]["sink_file"]))
         self.started_at = time.time()
         self.stopping = threading.Event()
         self.probe_state = {"runs": 0, "errors": 0, "running_since": None, "last_finished": None,
@@ -169,9 +214,22 @@ class Serve:
         self._export_logged: str | None = None
         self._alert_lock = threading.Lock()
         self._alert_conn = None
+        self._alert_opened = None
+        self._store_id = None
         self._server = None
         self._threads: list[threading.Thread] = []
         self._registry = None
+
+    def _sink_path(self, sink_file: str) -> str:
+        """The sink inside .memhealth/, or the default when config names a path outside it: a
+        committed config.toml is untrusted for paths (`../../x` must not write outside)."""
+        state = os.path.realpath(self.project.state_dir)
+        path = os.path.realpath(sink_file if os.path.isabs(sink_file) else os.path.join(self.project.root, sink_file))
+        if os.path.commonpath([state, path]) != state or path == state:
+            self.problems.append(f"[alerts].sink_file {sink_file!r} is outside .memhealth/: refused, "
+                                 f"using .memhealth/alerts.ndjson")
+            return os.path.join(self.project.state_dir, "alerts.ndjson")
+        return path
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -181,11 +239,12 @@ class Serve:
         self._registry = CollectorRegistry()
         self._registry.register(self.collector)  # describe(): no query at registration
         connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
-        server_cls = ThreadingHTTPServer
+        self._store_id = self.store_identity()
+        server_cls = BoundedServer
         if ":" in self.host:
             import socket
 
-            class V6Server(ThreadingHTTPServer):
+            class V6Server(BoundedServer):
                 address_family = socket.AF_INET6
 
             server_cls = V6Server
@@ -222,14 +281,18 @@ class Serve:
 
     def _probe_loop(self) -> None:
         interval = float(self.cfg["serve"]["probe_interval_s"])
-        conn = None
+        conn = opened = None
         while not self.stopping.is_set():
             state = self.probe_state
             state["running_since"] = time.time()
             t0 = time.monotonic()
             try:
+                if conn is not None and self.store_changed(opened):
+                    conn.close()  # deleted or replaced under us: never probe a ghost file
+                    conn = None
                 if conn is None:
                     conn = connect(self.project.db_path)
+                    opened = self._store_id = self.store_identity()
                 self.probe(conn, self.cfg, self.project)
                 state["last_error"] = None
             except Exception as exc:  # a probe bug must not kill the schedule
@@ -251,13 +314,17 @@ class Serve:
             self.export_state["last"] = {"ok": False, "error": str(exc)}
             self.log(f"memhealth serve: export off: {exc}")
             return
-        conn = None
+        conn = opened = None
         try:
             while True:
                 final = self.stopping.is_set()
                 try:
+                    if conn is not None and self.store_changed(opened):
+                        conn.close()  # export from the file the hooks write, not a deleted one
+                        conn = None
                     if conn is None:
-                        conn = connect(self.project.db_path)
+                        conn = connect(self.project.db_path, create=False)
+                        opened = self.store_identity()
                     result = exporter.run_once(conn, scrape_errors=self.collector.errors)
                     self.export_state["last"] = result.as_dict()
                 except StoreError as exc:
@@ -310,11 +377,34 @@ class Serve:
         except OSError as exc:  # an install without the packaged runbook: say where it is
             return 404, f"runbook not installed ({exc.strerror}); see alerts/runbook.md\n".encode()
 
+    def store_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the database file now, None when it is missing."""
+        try:
+            st = os.stat(self.project.db_path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def store_changed(self, opened: tuple[int, int] | None) -> bool:
+        """Whether the file a long-lived connection opened is no longer the database's file
+        (deleted or replaced under serve): the caller reopens instead of reading a ghost."""
+        return opened is not None and self.store_identity() != opened
+
     def health(self) -> dict:
         probe = dict(self.probe_state)
         if probe["running_since"] is not None:
             probe["running_for_s"] = round(time.time() - probe["running_since"], 3)
-        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3),
+        now_id = self.store_identity()
+        if now_id is None:
+            store = f"missing: {self.project.db_path} was deleted; scrapes serve the last good values"
+        elif now_id != self._store_id:
+            store = "replaced: the database file changed under serve; connections reopen on next use"
+        else:
+            store = "ok"
+        refused = self._server.refused if self._server is not None else 0
+        return {"status": "ok" if now_id is not None else "degraded", "store": store,
+                "connections_refused": refused,
+                "uptime_s": round(time.time() - self.started_at, 3), "problems": self.problems,
                 "scrape_errors": self.collector.errors, "last_scrape_error": self.collector.last_error,
                 "probe": probe, "export": self.export_state}
 
@@ -326,15 +416,13 @@ class Serve:
             alerts = validate_webhook(payload)
             receiver = payload.get("receiver") if isinstance(payload.get("receiver"), str) else None
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300],
-                              "raw": body.decode("utf-8", "replace")})
+            self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300], **bounded(body)})
             return 400, {"error": str(exc)[:300]}
         try:
             decisions = self._decide(alerts, now, receiver)
         except Exception as exc:  # the policy failed: keep the alerts, say so
             if getattr(exc, "reason", "") == "alert_payload":  # probes.errors.AlertPayloadError
-                self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300],
-                                  "raw": body.decode("utf-8", "replace")})
+                self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300], **bounded(body)})
                 return 400, {"error": str(exc)[:300]}
             self.sink.append({"ts": now, "decision": "error", "error": f"{type(exc).__name__}: {exc}"[:300],
                               "raw": payload})
@@ -359,8 +447,12 @@ class Serve:
         from probes import budget
 
         with self._alert_lock:
+            if self._alert_conn is not None and self.store_changed(self._alert_opened):
+                self._alert_conn.close()
+                self._alert_conn = None
             if self._alert_conn is None:
                 self._alert_conn = connect(self.project.db_path)
+                self._alert_opened = self.store_identity()
             return budget.decide(self._alert_conn, alerts, now, self.cfg, route=receiver)
 
     def _forward(self, records: list[dict]) -> None:

@@ -6,6 +6,7 @@ ExportTraceServiceRequest and ExportMetricsServiceRequest protobuf (plain or gzi
         rx.spans                           # [ReceivedSpan], in arrival order
         rx.down(); rx.up()                 # same port: connection refused, then back
         rx.mode = "hang"                   # accept and never answer (a wedged collector)
+        rx.mode = "slow"                   # record, then acknowledge after rx.slow_s
 
 There is no OpenTelemetry Collector in Debian (REFERENCE §11); this is what the tests
 export to.
@@ -71,7 +72,8 @@ class OtlpReceiver:
 
     def __init__(self, port: int = 0):
         self.port = port
-        self.mode = "ok"  # ok | hang | error (HTTP 503)
+        self.mode = "ok"  # ok | hang | error (HTTP 503) | slow (records, acknowledges after slow_s)
+        self.slow_s = 2.0
         self.spans: list[ReceivedSpan] = []
         self.metric_requests: list[ExportMetricsServiceRequest] = []
         self.requests: list[tuple[str, str]] = []  # (path, content-encoding)
@@ -118,6 +120,8 @@ class OtlpReceiver:
                             got.extend(ReceivedSpan(s, resource, ss.scope.name) for s in ss.spans)
                     with receiver._lock:
                         receiver.spans.extend(got)
+                    if receiver.mode == "slow":  # took the data; the acknowledgement comes late
+                        receiver._release.wait(receiver.slow_s)
                     self._reply(200, ExportTraceServiceResponse().SerializeToString())
                 elif self.path.endswith("/v1/metrics"):
                     req = ExportMetricsServiceRequest.FromString(body)

@@ -106,9 +106,18 @@ def test_warning_is_a_ticket_and_a_page_without_a_fix_is_not_actionable(conn, cf
 
 def test_routes_have_separate_budgets_and_resolved_alerts_are_noted(conn, cfg):
     cfg["alerts"]["pages_per_window"] = 1
+    cfg["alerts"]["routes"] = ["team1", "team2"]  # the closed set: other routes are "unknown"
     got = play(conn, cfg, [(0, alert("A", route="team1")), (1, alert("B", route="team2")),
                            (2, alert("A", status="resolved", route="team1"))])
     assert got == [("A", "paged"), ("B", "paged"), ("A", "noted")]
+
+
+def test_a_route_outside_the_closed_set_is_unknown_and_shares_one_budget(conn, cfg):
+    cfg["alerts"]["pages_per_window"] = 2
+    got = play(conn, cfg, [(i, alert(f"A{i}", route=f"client text {i} <script>")) for i in range(6)])
+    assert [d for _, d in got if d == "paged"] == ["paged"] * 3  # two pages and one meta-alert
+    routes = {r for (r,) in conn.execute("SELECT DISTINCT route FROM alert_decisions")}
+    assert routes == {"unknown"}
 
 
 def test_every_decision_is_a_row(conn, cfg):

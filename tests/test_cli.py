@@ -135,6 +135,9 @@ HOOK_PATH_MODULES = {
     "memhealth.hooks", "memhealth.project",
     "memory_core", "memory_core.db", "memory_core.errors", "memory_core.heartbeat", "memory_core.intent",
     "memory_core.layout", "memory_core.outbox", "memory_core.schema", "memory_core.text", "memory_core.tx",
+    # the start journal (a started line before stdin or a lock can block) and the spill it
+    # writes through: stdlib only, on every hook on purpose (issue 9)
+    "memory_core.journal", "memory_core.spill",
     "memory_core.cues",  # prompt cues (symbols, on: prompt): indexed lookups, stdlib re/os only
     "telemetry", "telemetry.catalog",
 }

@@ -139,7 +139,7 @@ def _spilled(project):
     path = project / ".memhealth" / "spill.ndjson"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return [rec for rec in map(json.loads, path.read_text().splitlines()) if rec["kind"] == "heartbeat"]
 
 
 def corrupt_store(project) -> None:

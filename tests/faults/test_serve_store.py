@@ -1,0 +1,42 @@
+"""A database deleted under serve: /healthz says so (degraded, store missing) instead of
+"ok", and once a hook recreates the store, scrapes and probes read the new file, not the
+deleted one (the new store is a reset the gate names)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.conftest import clean_env, payload, rows, run_hook
+from tests.faults.helpers import check, db_path, gate, wait_for
+from tests.otlp_receiver import OtlpReceiver
+from tests.test_serve import ServeProcess
+
+
+def test_a_database_deleted_under_serve_is_noticed_and_reopened(project):
+    assert run_hook("stop", payload("stop", project), cwd=str(project)).returncode == 0
+    rx = OtlpReceiver().up()
+    app = ServeProcess(project, env=clean_env(MEMHEALTH_TELEMETRY_OTLP_ENDPOINT=rx.endpoint,
+                                              MEMHEALTH_SERVE_EXPORT_INTERVAL_S="1"))
+    try:
+        wait_for(lambda: rx.spans, what="serve's first export")
+        assert json.loads(app.get("/healthz")[1])["store"] == "ok"
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db_path(project) + suffix):
+                os.unlink(db_path(project) + suffix)
+        health = json.loads(app.get("/healthz")[1])
+        assert health["status"] == "degraded" and health["store"].startswith("missing")
+        for _ in range(3):  # hooks recreate the store; serve must read that file now
+            assert run_hook("prompt", payload("prompt", project, prompt="thanks"), cwd=str(project)).returncode == 0
+        key = ("memhealth_hook_invocations_total", (("hook", "prompt"), ("outcome", "ok")))
+        assert wait_for(lambda: app.samples().get(key) == 3.0, what="the new store's prompts in /metrics")
+        assert json.loads(app.get("/healthz")[1])["status"] == "ok"
+        # the exporter reads the new file too: every trace of the new store arrives
+        new_traces = {t for (t,) in rows(project, "SELECT trace_id FROM heartbeats WHERE hook = 'prompt'")}
+        assert len(new_traces) == 3
+        wait_for(lambda: new_traces <= {s.trace_id for s in rx.spans}, timeout=20,
+                 what="the new store's traces at the collector")
+    finally:
+        app.kill()
+        rx.down()
+    assert "store reset" in check(gate(project), "hook_heartbeats")["detail"]
