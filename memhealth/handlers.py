@@ -154,8 +154,8 @@ def pre_tool(ctx) -> str | None:
     tool = _tool(ctx)
     cwd = ctx.payload.get("cwd")
     place = cues.Place(ctx.project.root, cwd if isinstance(cwd, str) else None)
-    files, dirs, text = cues.tool_touches(tool, ctx.payload.get("tool_input"), place)
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "pre-tool")
+    files, dirs, text = cues.tool_touches(tool, ctx.payload.get("tool_input"), place, paths=ev.has("path"))
     matches = ev.match_paths(files, dirs) + ev.match_symbols(text)
     out = None
     touched = ", ".join((files + [d + "/" for d in dirs])[:3])

@@ -32,11 +32,22 @@ MAX_TOKENS = 20_000          # distinct identifiers looked up in one text
 MAX_TEXT = 1 << 20           # characters of a tool result scanned for symbols
 
 STOP_INACTIVE = "a Stop hook has no context channel; use on: prompt or on: compact"
-_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
-_SHELL_SPLIT = re.compile(r"[\s;|&<>()`]+")
-_PATHISH = re.compile(r"[\w.@+~-]*[/.][\w./@+~*-]*")
-_MAGIC = re.compile(r"[*?\[{]")
-_LINE_SUFFIX = re.compile(r":\d+(?::\d+)?:?$")
+# Compiled on first use: a fresh process per hook pays for each compile (~0.06 ms), and a
+# Read with no symbol cues in the store needs none of them.
+_PATTERNS = {"ident": r"[A-Za-z_$][\w$]*", "shell_split": r"[\s;|&<>()`]+",
+             "pathish": r"[\w.@+~-]*[/.][\w./@+~*-]*", "line_suffix": r":\d+(?::\d+)?:?$"}
+_COMPILED: dict[str, re.Pattern] = {}
+
+
+def _rx(name: str) -> re.Pattern:
+    pattern = _COMPILED.get(name)
+    if pattern is None:
+        pattern = _COMPILED[name] = re.compile(_PATTERNS[name])
+    return pattern
+
+
+def _magic(text: str) -> bool:
+    return "*" in text or "?" in text or "[" in text or "{" in text
 _FILE_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
                "NotebookEdit": "notebook_path"}
 
@@ -77,19 +88,20 @@ class Place:
 
 def _literal_dir(pattern: str) -> tuple[str, bool]:
     """(the literal leading directory of a glob, whether the whole pattern is literal)."""
-    if not _MAGIC.search(pattern):
+    if not _magic(pattern):
         return pattern, True
     segments = pattern.split("/")
     literal = []
     for seg in segments[:-1]:
-        if _MAGIC.search(seg):
+        if _magic(seg):
             break
         literal.append(seg)
     return "/".join(literal), False
 
 
-def tool_touches(tool: str, tool_input, place: Place) -> tuple[list[str], list[str], str]:
-    """(files, directories, text to scan for symbols) a tool call is about to touch."""
+def tool_touches(tool: str, tool_input, place: Place, paths: bool = True) -> tuple[list[str], list[str], str]:
+    """(files, directories, text to scan for symbols) a tool call is about to touch; with
+    `paths=False` (no path cues in the store) only the text."""
     if not isinstance(tool_input, dict):
         return [], [], ""
     files: list[str] = []
@@ -135,15 +147,15 @@ def tool_touches(tool: str, tool_input, place: Place) -> tuple[list[str], list[s
     elif tool == "Bash":
         command = s("command")[:20_000]
         texts.append(command)
-        for token in _SHELL_SPLIT.split(command):
+        for token in (_rx("shell_split").split(command) if paths else ()):
             token = token.strip("'\"")
             if "=" in token:
                 token = token.split("=", 1)[1].strip("'\"")
             if not token or token.startswith("-") or "://" in token:
                 continue
             token = token.split("::", 1)[0]  # pytest node ids: path::test
-            token = _LINE_SUFFIX.sub("", token)  # path:line[:col] from grep and compilers
-            if not _PATHISH.fullmatch(token):
+            token = _rx("line_suffix").sub("", token)  # path:line[:col] from grep and compilers
+            if not _rx("pathish").fullmatch(token):
                 continue
             literal, whole = _literal_dir(token)
             if whole:
@@ -153,6 +165,8 @@ def tool_touches(tool: str, tool_input, place: Place) -> tuple[list[str], list[s
                     dirs += place.rel(token)
             elif literal:
                 dirs += place.rel(literal)
+    if not paths:
+        files, dirs = [], []
     return files, dirs, "\n".join(t for t in texts if t)
 
 
@@ -205,6 +219,10 @@ class Evaluation:
             self._epoch = row[0] if row else 0
         return self._epoch
 
+    def has(self, trigger: str) -> bool:
+        """Whether any cue of this trigger kind exists (one index probe)."""
+        return self.conn.execute("SELECT 1 FROM cues WHERE trigger = ? LIMIT 1", (trigger,)).fetchone() is not None
+
     def rearm(self) -> int | None:
         """At a clear or compact session start: the epoch its PreCompact started, or a new one
         when no PreCompact ran."""
@@ -244,7 +262,9 @@ class Evaluation:
         if not text:
             return []
         text = text[:MAX_TEXT]
-        tokens = list(dict.fromkeys(_IDENT.findall(text)))[:MAX_TOKENS]
+        if not self.has("symbol"):
+            return []  # no symbol cues: nothing to tokenize for
+        tokens = list(dict.fromkeys(_rx("ident").findall(text)))[:MAX_TOKENS]
         found: dict[int, Match] = {}
         for i in range(0, len(tokens), SYMBOL_BATCH):
             batch = tokens[i:i + SYMBOL_BATCH]
