@@ -184,9 +184,11 @@ class SampleProject:
         self.capture_dir = capture_dir
 
     @classmethod
-    def create(cls, root, capture_dir=None, hooks: bool = True, ingest: bool = True) -> SampleProject:
+    def create(cls, root, capture_dir=None, hooks: bool = True, ingest: bool = True,
+               extra: dict[str, str] | None = None) -> SampleProject:
+        """`extra`: more files (project-relative path: text), e.g. a memory file with cues."""
         root = str(root)
-        for rel, body in FILES.items():
+        for rel, body in {**FILES, **(extra or {})}.items():
             path = os.path.join(root, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as fh:
