@@ -58,7 +58,8 @@ def captured(tmp_path_factory, claude_binary):
 
 
 def test_capture_workers_ran_and_finished_ok(captured):
-    assert captured.outcomes == {"ok": 2}, captured.outcomes
+    # one per SessionEnd (a SessionStart may add one when it finds work pending and no worker)
+    assert set(captured.outcomes) == {"ok"} and sum(captured.outcomes.values()) >= 2, captured.outcomes
     captured.assert_every_event_heartbeated()
 
 
@@ -139,6 +140,7 @@ def test_a_confirmed_dead_end_reaches_the_model_when_it_is_proposed_again(captur
     assert {(c["kind"], c["state"]) for c in listing} == {("dead_end", "confirmed"), ("correction", "pending"),
                                                          ("decision", "pending")}, listing
     # the new session's own worker finished too (it found nothing new to propose)
-    assert settled_capture_outcomes(captured.project.db_path, at_least=3) == {"ok": 3}
+    outcomes = settled_capture_outcomes(captured.project.db_path, at_least=sum(captured.outcomes.values()) + 1)
+    assert set(outcomes) == {"ok"}, outcomes
     assert json.loads(memhealth(captured.project.root, "triage", "--json").stdout) == \
         [c for c in listing if c["state"] == "pending"]
