@@ -15,12 +15,14 @@ except ImportError:  # pragma: no cover
 from memory_core.intent import classify, system_turn
 from memory_core.text import clean
 
+OPERATOR_NOTES_SHOWN = "gate.operator_notes_shown"  # the NOTE set the person was last shown
+
 
 def session_start(ctx) -> str | None:
     """Print the health verdict first (memory-path RED and NOTE lines under it), then what
     memory holds. Notes for the operator (optional integrations, telemetry) go to the person
     as `systemMessage`, never into Claude's context. With [gate].mode = "off" (ablation) the
-    gate is skipped entirely."""
+    gate is skipped entirely. Operator NOTEs are shown when they change, not every session."""
     import time
 
     from memory_core.render import session_render
@@ -51,7 +53,18 @@ def session_start(ctx) -> str | None:
                       deadline=deadline)
         verdict = gate.run(ev, trace=ctx.trace)
         head = verdict.context_lines()
-        operator = verdict.operator_lines()
+        # the same optional-integration NOTEs at every session start would teach the person
+        # to skip the message: notes are repeated only when which checks carry one changes
+        # (`memhealth gate` always prints them); operator REDs are always shown
+        from memory_core.db import write
+        from memory_core.meta import get_meta, set_meta
+
+        notes_key = verdict.operator_notes_key()
+        told = get_meta(ctx.conn, OPERATOR_NOTES_SHOWN) == notes_key
+        operator = verdict.operator_lines(quiet_notes=told)
+        if not told:
+            with write(ctx.conn):
+                set_meta(ctx.conn, OPERATOR_NOTES_SHOWN, notes_key)
         if operator:
             ctx.notice = "\n".join(["memhealth (for you; Claude does not see this):",
                                     *(line.strip() for line in operator)])

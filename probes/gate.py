@@ -116,11 +116,18 @@ class Verdict:
         notes = [r.line() for r in self.results if r.status == NOTE and r.audience != OPERATOR]
         return [self.headline(), *reds, *notes]
 
-    def operator_lines(self) -> list[str]:
-        """What only the person needs: operator REDs (with their fix) and operator NOTEs."""
+    def operator_lines(self, quiet_notes: bool = False) -> list[str]:
+        """What only the person needs: operator REDs (with their fix) and operator NOTEs
+        (without them when `quiet_notes`: the person has already been told)."""
         reds = [r.line() for r in self.results if r.status == RED and r.audience == OPERATOR]
-        notes = [r.line() for r in self.results if r.status == NOTE and r.audience == OPERATOR]
+        notes = [] if quiet_notes else [r.line() for r in self.results
+                                        if r.status == NOTE and r.audience == OPERATOR]
         return [*reds, *notes]
+
+    def operator_notes_key(self) -> str:
+        """Which checks carry an operator NOTE, as one string: a session start repeats the
+        notes only when this changes (details move with counts and clocks; the set does not)."""
+        return ",".join(sorted(r.name for r in self.results if r.status == NOTE and r.audience == OPERATOR))
 
     def to_json(self) -> dict:
         return {"total": self.total, "green": self.green, "red": self.red,

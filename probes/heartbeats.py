@@ -74,13 +74,15 @@ def wired_hooks(paths: list[str]) -> tuple[set[str], dict[str, int], list[str]]:
     return events, timeouts, problems
 
 
+_CLAUDE_PROJECT_DIR = re.compile(r"\$\{CLAUDE_PROJECT_DIR(?::-[^}]*)?\}|\$CLAUDE_PROJECT_DIR\b")
+
+
 def unrunnable_commands(paths: list[str]) -> list[tuple[str, str]]:
     """(program, settings file) for each of our hook commands whose program cannot run here:
     a deleted or moved virtualenv, a path typed by hand. Claude Code then reports `hook error`
     (exit 127) on every event, no heartbeat is ever written and nothing reaches Claude, so
     the heartbeat rows alone would call the project idle."""
     import shlex
-    import shutil
 
     found: dict[str, str] = {}
     for path in paths:
@@ -102,9 +104,15 @@ def unrunnable_commands(paths: list[str]) -> list[tuple[str, str]]:
                     except (ValueError, IndexError):
                         found.setdefault(command[:80], os.path.basename(path))
                         continue
+                    # shared settings run "${CLAUDE_PROJECT_DIR:-.}"/.memhealth/bin/memhealth:
+                    # Claude Code sets that variable to the project root (settings' parent's parent)
+                    root = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+                    program = _CLAUDE_PROJECT_DIR.sub(lambda _m, root=root: root, program)
                     if os.sep in program:
                         runnable = os.path.isfile(program) and os.access(program, os.X_OK)
                     else:
+                        import shutil  # 1.6 ms of imports: only for a bare program name
+
                         runnable = shutil.which(program) is not None
                     if not runnable:
                         found.setdefault(program, os.path.basename(path))

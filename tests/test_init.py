@@ -98,6 +98,21 @@ def test_shared_settings_go_to_settings_json(tmp_path):
     assert not (tmp_path / ".claude" / "settings.local.json").exists()
 
 
+def test_the_gate_reads_the_shared_launcher_as_runnable(tmp_path):
+    """Shared settings run "${CLAUDE_PROJECT_DIR:-.}"/.memhealth/bin/memhealth: the gate
+    resolves the variable as Claude Code does, so a fresh shared init is not a wiring RED."""
+    assert run_cli("init", "--project", str(tmp_path), "--settings", "shared").returncode == 0
+    assert run_cli("ingest", "--project", str(tmp_path)).returncode == 0
+    gate = run_cli("gate", "--project", str(tmp_path), "--json")
+    checks = {c["name"]: c for c in json.loads(gate.stdout)["checks"]}
+    assert checks["hook_heartbeats"]["status"] == "green", checks["hook_heartbeats"]
+    # and a launcher that really is missing is still named
+    os.remove(tmp_path / ".memhealth" / "bin" / "memhealth")
+    gate = run_cli("gate", "--project", str(tmp_path), "--json")
+    detail = {c["name"]: c for c in json.loads(gate.stdout)["checks"]}["hook_heartbeats"]["detail"]
+    assert ".memhealth/bin/memhealth, which is not an executable here" in detail
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, cli):
     run = cli("init", "--project", tmp_path, "--dry-run")
     assert run.returncode == 0

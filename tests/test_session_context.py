@@ -78,7 +78,18 @@ def _memory(context: str, root) -> str:
 
 # -- Claude's context is for Claude ----------------------------------------------------------
 
+def _forget_notes_shown(root) -> None:
+    """As if the person had not been told yet (the demo's own session starts told them)."""
+    from memhealth.handlers import OPERATOR_NOTES_SHOWN
+
+    conn = connect(str(root / ".memhealth" / "memory.db"))
+    with write(conn):
+        conn.execute("DELETE FROM meta WHERE key = ?", (OPERATOR_NOTES_SHOWN,))
+    conn.close()
+
+
 def test_a_healthy_projects_context_is_exactly_the_verdict_line_and_memory(demo):
+    _forget_notes_shown(demo)
     out = _start(demo, "healthy-1")
     context = out["hookSpecificOutput"]["additionalContext"]
     assert context.splitlines()[0] == f"MEMORY-HEALTH: {N}/{N} GREEN"
@@ -87,6 +98,30 @@ def test_a_healthy_projects_context_is_exactly_the_verdict_line_and_memory(demo)
     notice = out["systemMessage"]
     assert "Claude does not see this" in notice and "NOTE integrations:" in notice
     assert "NOTE" not in context and "webhook" not in context
+
+
+def test_operator_notes_are_shown_when_they_change_not_at_every_session_start(demo):
+    _forget_notes_shown(demo)
+    first = _start(demo, "notes-1")
+    assert "NOTE integrations:" in first["systemMessage"]
+    # the same notes again: the person was told; Claude's context is unchanged either way
+    second = _start(demo, "notes-2")
+    assert "systemMessage" not in second
+    assert second["hookSpecificOutput"]["additionalContext"] == first["hookSpecificOutput"]["additionalContext"]
+    # a new operator finding (an exporter configured and behind) is a RED: shown at once
+    env = clean_env(MEMHEALTH_TELEMETRY_OTLP_ENDPOINT=closed_url())
+    conn = connect(str(demo / ".memhealth" / "memory.db"))
+    old = 1_000_000_000 * (int(__import__("time").time()) - 7200)
+    with write(conn):
+        conn.execute("INSERT INTO spans(trace_id, span_id, name, start_ns, end_ns) VALUES (?,?,?,?,?)",
+                     ("e" * 32, "f" * 16, "memhealth.hook prompt", old, old))
+    conn.close()
+    third = _start(demo, "notes-3", env=env)
+    assert "RED telemetry_pipeline" in third["systemMessage"]
+    assert "NOTE integrations:" not in third["systemMessage"]  # unchanged, already told
+    # `memhealth gate` always prints every note
+    gate_out = run_cli("gate", "--project", str(demo)).stdout
+    assert "NOTE integrations:" in gate_out
 
 
 def test_the_outbox_count_never_reaches_claude_even_when_the_exporter_fails(demo):
