@@ -1,0 +1,217 @@
+"""The console in a real headless Chromium against a real `memhealth serve` on a store seeded
+through real hooks: every page opens, a candidate is triaged by clicking (and one by the
+keyboard), and a request with a foreign Host or without the CSRF token changes nothing.
+
+Screenshots of every page go to the test's tmp dir, or to $MEMHEALTH_CONSOLE_SCREENSHOTS
+(`MEMHEALTH_CONSOLE_SCREENSHOTS=docs/console pytest tests/test_console.py` regenerates the
+README's)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from tests.conftest import REPO, clean_env, payload, rows, run_hook
+from tests.test_serve import ServeProcess
+from tests.test_triage import SESSION, capture
+from tests.webdriver import Browser
+
+PAGES = (("/", "Health"), ("/decisions", "Decisions"), ("/memory", "Memory"), ("/triage", "Triage"),
+         ("/alerts-budget", "Alerts"))
+PROMPTS = ("why does the WAL checkpoint stall the writer", "thanks, that works",
+           "should we run checkpoints from a dedicated thread")
+
+
+def shots_dir(tmp_path) -> str:
+    target = os.environ.get("MEMHEALTH_CONSOLE_SCREENSHOTS")
+    return os.path.join(REPO, target) if target and not os.path.isabs(target) else (target or str(tmp_path / "shots"))
+
+
+@pytest.fixture
+def seeded(project, tmp_path):
+    """A project whose store was written by real hooks: a session start (gate run), prompts
+    (decision rows; prompt text captured by opt-in), a session end whose detached capture
+    worker proposed candidates, and alert decisions from the webhook."""
+    env = clean_env(MEMHEALTH_INJECTION_CAPTURE_CONTENT="true", OTEL_SDK_DISABLED="true")
+    start = run_hook("session-start", payload("session-start", project), cwd=str(project), env=env)
+    assert start.returncode == 0, start.stderr
+    for text in PROMPTS:
+        run = run_hook("prompt", payload("prompt", project, prompt=text), cwd=str(project), env=env)
+        assert run.returncode == 0, run.stderr
+    capture(project, tmp_path / "session.jsonl", SESSION)
+    assert len(rows(project, "SELECT id FROM capture_candidates WHERE state = 'pending'")) >= 3
+    server = ServeProcess(project, env=env)
+    try:
+        alerts = {"receiver": "page", "alerts": [
+            {"status": "firing", "labels": {"alertname": f"MemhealthHookFailing{i}", "severity": "critical"},
+             "annotations": {"fix": "run memhealth gate"}, "fingerprint": f"fp{i}"} for i in range(4)]}
+        code, _ = server.post("/alerts", json.dumps(alerts).encode())
+        assert code == 200
+        yield project, server
+    finally:
+        from tests.conftest import stop_process
+
+        stop_process(server.proc)
+
+
+def pending(project) -> dict[str, int]:
+    """The first pending candidate of each kind."""
+    first: dict[str, int] = {}
+    for cid, kind in rows(project, "SELECT id, kind FROM capture_candidates WHERE state = 'pending' ORDER BY id"):
+        first.setdefault(kind, cid)
+    return first
+
+
+def state(project, cid: int) -> str:
+    return rows(project, "SELECT state FROM capture_candidates WHERE id = ?", (cid,))[0][0]
+
+
+def raw(server, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
+    """A plain HTTP request with exactly the headers given (Host included)."""
+    parts = urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in (headers or {}).items():
+            conn.putheader(name, value)
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        resp = conn.getresponse()
+        return resp.status, dict(resp.getheaders()), resp.read()
+    finally:
+        conn.close()
+
+
+def token_from(page: bytes) -> str:
+    found = re.search(rb'name="csrf" value="([^"]+)"', page)
+    assert found, "no CSRF token on the triage page"
+    return found.group(1).decode()
+
+
+def test_every_page_opens_in_a_browser_and_a_candidate_is_triaged_by_clicking(seeded, tmp_path):
+    project, server = seeded
+    shots = shots_dir(tmp_path)
+    cands = pending(project)
+    before = len(rows(project, "SELECT id FROM capture_candidates WHERE state = 'pending'"))
+    with Browser() as b:
+        for path, title in PAGES:
+            b.open(server.url + path)
+            assert b.find("h1").text == title
+            assert b.find("nav a[aria-current=page]").text == title
+            b.full_height()
+            png = b.screenshot(os.path.join(shots, f"{title.lower()}.png"))
+            assert png.startswith(b"\x89PNG") and len(png) > 10_000
+            b.call("POST", "/window/rect", {"width": 1280, "height": 1000})
+
+        # what the pages show comes from the hooks' rows
+        b.open(server.url + "/")
+        assert "MEMORY-HEALTH:" in b.find(".verdict").text
+        assert "session-start" in b.find("main").text
+        b.open(server.url + "/decisions")
+        body = b.find("main").text
+        assert PROMPTS[0] in body  # capture opted in: the prompt text, from its root span
+        assert len(b.find_all("main tbody tr")) == len(PROMPTS)
+        b.open(server.url + "/alerts-budget")
+        assert "MemhealthHookFailing0" in b.find("main").text and "folded" in b.find("main").text
+
+        # confirm by clicking
+        b.open(server.url + "/triage")
+        decision = cands["decision"]
+        assert str(decision) in b.find(f"#c{decision} h3").text
+        b.find(f"#c{decision} form[action='/triage/confirm'] button").click()
+        b.wait_text(".flash", f"#{decision} confirmed")
+        assert "/triage?done=" in b.url
+        assert state(project, decision) == "confirmed"
+        (record,) = rows(project, "SELECT record_path FROM capture_candidates WHERE id = ?", (decision,))
+        assert os.path.isfile(os.path.join(str(project), record[0]))
+        assert f"c{decision}" not in [a.attribute("id") for a in b.find_all("article.card")]
+        assert len(b.find_all("article.card")) == before - 1
+
+        # retitle by typing, reject with the keyboard alone
+        dead_end = cands["dead_end"]
+        field = b.find(f"#t{dead_end}")
+        field.clear()
+        field.type("Passive checkpoints do not unblock the writer")
+        assert field.property("value") == "Passive checkpoints do not unblock the writer"
+        b.find(f"#c{dead_end} form[action='/triage/retitle'] button").click()
+        b.wait_text(".flash", f"#{dead_end} retitled")
+        assert rows(project, "SELECT title FROM capture_candidates WHERE id = ?", (dead_end,)) == [
+            ("Passive checkpoints do not unblock the writer",)]
+        b.find(f"#c{dead_end} form[action='/triage/reject'] button").type("\ue007")  # Enter, no click
+        b.wait_text(".flash", f"#{dead_end} rejected")
+        assert state(project, dead_end) == "rejected"
+        b.full_height()
+        b.screenshot(os.path.join(shots, "triage-after.png"))
+
+        # the confirmed record is memory now
+        b.open(server.url + "/memory")
+        assert "Confirmed records" in b.find("main").text and record[0] in b.find("main").text
+        b.color_scheme("dark")
+        b.open(server.url + "/")
+        b.full_height()
+        dark = b.screenshot(os.path.join(shots, "health-dark.png"))
+        assert dark.startswith(b"\x89PNG")
+
+
+def test_foreign_host_or_missing_token_is_refused_and_changes_nothing(seeded):
+    project, server = seeded
+    port = urlsplit(server.url).port
+    host = {"Host": f"127.0.0.1:{port}"}
+    cid = pending(project)["correction"]
+
+    status, headers, page = raw(server, "GET", "/triage", headers=host)
+    assert status == 200
+    csp = headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "form-action 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "script-src" not in csp and headers["X-Content-Type-Options"] == "nosniff"
+    token = token_from(page)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+
+    # DNS rebinding: the page, and the action with a good token, under a foreign Host
+    for foreign in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io", ""):
+        status, _, _ = raw(server, "GET", "/", headers={"Host": foreign})
+        assert status == 421, foreign
+        status, _, _ = raw(server, "POST", "/triage/confirm", urlencode({"id": cid, "csrf": token}).encode(),
+                           {"Host": foreign, **form})
+        assert status == 421, foreign
+    # no token, a forged token, a token from another serve process's secret, a cross-site Origin
+    for body, extra in ((urlencode({"id": cid}), {}),
+                        (urlencode({"id": cid, "csrf": token.split(".")[0] + ".00"}), {}),
+                        (urlencode({"id": cid, "csrf": token}), {"Origin": "http://evil.example"}),
+                        (urlencode({"id": cid, "csrf": token}), {"Sec-Fetch-Site": "cross-site"})):
+        status, _, text = raw(server, "POST", "/triage/confirm", body.encode(), {**host, **form, **extra})
+        assert status == 403, (body, extra, text)
+    # no state change on GET
+    status, headers, _ = raw(server, "GET", f"/triage/confirm?id={cid}&csrf={token}", headers=host)
+    assert status == 405 and headers["Allow"] == "POST"
+    # an oversized form is refused before it is read
+    status, _, _ = raw(server, "POST", "/triage/reject", b"x" * (64 * 1024 + 1), {**host, **form})
+    assert status == 413
+    assert state(project, cid) == "pending"
+    assert rows(project, "SELECT count(*) FROM capture_candidates WHERE state != 'pending'") == [(0,)]
+
+    # the control: the same request, right Host and token, does change the store
+    status, headers, _ = raw(server, "POST", "/triage/reject", urlencode({"id": cid, "csrf": token}).encode(),
+                             {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}", **form})
+    assert status == 303 and headers["Location"].startswith("/triage?done=")
+    assert state(project, cid) == "rejected"
+    # and a triage error is shown, not applied twice
+    status, headers, _ = raw(server, "POST", "/triage/reject", urlencode({"id": cid, "csrf": token}).encode(),
+                             {**host, **form})
+    assert status == 303 and "error=" in headers["Location"]
+    status, _, page = raw(server, "GET", headers["Location"], headers=host)
+    assert b"is rejected" in page
+
+
+def test_metrics_and_healthz_are_unchanged_by_the_console(seeded):
+    _project, server = seeded
+    code, body, _ = server.get("/healthz")
+    assert code == 200 and json.loads(body)["status"] == "ok"
+    code, body, _ = server.get("/metrics")
+    assert code == 200 and b"memhealth_injection_decisions_total" in body
