@@ -378,19 +378,15 @@ class Console:
                            f"<td class=\"num\">{row['ok']}</td><td>{errors}</td>"
                            f"<td class=\"num\">{killed}</td><td class=\"num\">{row['open']}</td></tr>")
             out.append("</tbody></table>")
-        last = conn.execute("SELECT hook, max(ended_ns), count(*) FROM heartbeats WHERE outcome = 'ok' "
-                            "GROUP BY hook ORDER BY hook").fetchall()
-        last_bad = {h: (ts, o, r) for h, ts, o, r in conn.execute(
-            "SELECT hook, max(started_ns), outcome, reason FROM heartbeats WHERE outcome IN ('error', 'killed') "
-            "GROUP BY hook")}
+        last = last_runs(conn, since)
         if last:
-            out.append("<h3>Last success per hook</h3><table><thead><tr><th scope=\"col\">Hook</th>"
-                       "<th scope=\"col\">Last success</th><th scope=\"col\" class=\"num\">Successes</th>"
-                       "<th scope=\"col\">Last failure</th></tr></thead><tbody>")
-            for hook, ts, n in last:
-                bad = last_bad.get(hook)
-                bad_text = f"{when(bad[0])} ({esc(bad[1])}{': ' + esc(bad[2]) if bad[2] else ''})" if bad else "—"
-                out.append(f"<tr><th scope=\"row\">{esc(hook)}</th><td>{when(ts)}</td><td class=\"num\">{n}</td>"
+            out.append(f"<h3>Last success per hook</h3><table><thead><tr><th scope=\"col\">Hook</th>"
+                       "<th scope=\"col\">Last success</th><th scope=\"col\" class=\"num\">Successes (all time)</th>"
+                       f"<th scope=\"col\">Last failure ({HEARTBEAT_DAYS} d)</th></tr></thead><tbody>")
+            for hook, ok_ns, n, bad in last:
+                bad_text = (f'<span class="red">{when(bad[0])} ({esc(bad[1])}{": " + esc(bad[2]) if bad[2] else ""})</span>'
+                            if bad else "—")
+                out.append(f"<tr><th scope=\"row\">{esc(hook)}</th><td>{when(ok_ns)}</td><td class=\"num\">{n}</td>"
                            f"<td>{bad_text}</td></tr>")
             out.append("</tbody></table>")
         out.append("</section>")
@@ -431,8 +427,7 @@ class Console:
                f"<label for=\"f-session\">Session<input id=\"f-session\" name=\"session\" value=\"{esc(session)}\" "
                "size=\"24\"></label><button type=\"submit\">Filter</button>"
                "<a href=\"/decisions\">Clear</a></form>"]
-        counts = conn.execute("SELECT outcome, count(*) FROM decisions GROUP BY outcome ORDER BY count(*) DESC"
-                              ).fetchall() if before is None and not session and not outcome else []
+        counts = outcome_totals(conn) if before is None and not session and not outcome else []
         if counts:
             out.append("<p>" + " · ".join(
                 f'<a href="/decisions?{esc(urlencode({"outcome": o}))}">{esc(o)}</a> {n}' for o, n in counts) + "</p>")
@@ -511,9 +506,9 @@ class Console:
             note = f"; vector leg: {esc(result.degraded)}" if result.degraded else ""
             out.append(f"<h2>Search: “{esc(q)}”</h2><p class=\"muted\">{len(hits)} hit(s), legs answered: {esc(legs)}{note}, "
                        f"{esc(_fmt(result.timings.get('total_ms')))} ms</p>")
-            out.append(_chunk_table([(h.chunk_id, h.source, h.kind if hasattr(h, "kind") else None, h.path,
-                                      h.lines, h.title, h.snippet, h.signal_weight, f"{h.score:.4f} ({'+'.join(h.legs)})")
-                                     for h in hits], score=True))
+            out.append('<section id="hits" aria-label="Search results">' + _chunk_table(
+                [(h.chunk_id, h.source, _kind(conn, h.chunk_id), h.path, h.lines, h.title, h.snippet, h.signal_weight,
+                  f"{h.score:.4f} ({'+'.join(h.legs)})") for h in hits], score=True) + "</section>")
         else:
             where, args = [], []
             if source:
@@ -685,6 +680,40 @@ class Console:
 
 # -- helpers ---------------------------------------------------------------------------------
 
+def last_runs(conn, since_ns: int) -> list[tuple]:
+    """(hook, last ok end, ok count, last failure in the window or None) per hook. Counts
+    come from the invocation rollup and each "last" is one step down the (hook, started_ns)
+    index, so the page costs the same with a year of heartbeats as with a day."""
+    counts: dict[str, int] = {}
+    for labels, value in conn.execute("SELECT labels, value FROM rollups WHERE metric = "
+                                      "'memhealth_hook_invocations_total'"):
+        lab = _loads(labels)
+        hook = lab.get("hook")
+        if hook:
+            counts[hook] = counts.get(hook, 0) + (int(value) if lab.get("outcome") == "ok" else 0)
+    out = []
+    for hook in sorted(counts):
+        ok = conn.execute("SELECT ended_ns FROM heartbeats WHERE hook = ? AND outcome = 'ok' "
+                          "ORDER BY started_ns DESC LIMIT 1", (hook,)).fetchone()
+        bad = conn.execute("SELECT started_ns, outcome, reason FROM heartbeats WHERE hook = ? AND started_ns >= ? "
+                           "AND outcome IN ('error', 'killed') ORDER BY started_ns DESC LIMIT 1",
+                           (hook, since_ns)).fetchone()
+        out.append((hook, ok[0] if ok else None, counts[hook], bad))
+    return out
+
+
+def outcome_totals(conn) -> list[tuple[str, int]]:
+    """Decisions per outcome from the counter rollup the hooks keep on write: a GROUP BY over
+    100,000 rows would make the first page the slow one."""
+    totals = []
+    for labels, value in conn.execute("SELECT labels, value FROM rollups WHERE metric = "
+                                      "'memhealth_injection_decisions_total'"):
+        outcome = _loads(labels).get("outcome")
+        if outcome and value:
+            totals.append((str(outcome), int(value)))
+    return sorted(totals, key=lambda t: -t[1])
+
+
 def _fmt(value) -> str:
     if value is None:
         return "—"
@@ -701,6 +730,11 @@ def _loads(text) -> dict:
     except (TypeError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _kind(conn, chunk_id: int) -> str | None:
+    row = conn.execute("SELECT kind FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+    return row[0] if row else None
 
 
 def _lines(start, end) -> str:

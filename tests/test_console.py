@@ -152,6 +152,13 @@ def test_every_page_opens_in_a_browser_and_a_candidate_is_triaged_by_clicking(se
         # the confirmed record is memory now
         b.open(server.url + "/memory")
         assert "Confirmed records" in b.find("main").text and record[0] in b.find("main").text
+        search = b.find("#m-q")
+        search.type("checkpoints dedicated thread")
+        b.find("form[role=search] button").click()
+        b.wait_text("main h2", "Search:")
+        assert record[0] in b.find("#hits").text  # the record is searchable memory at once
+        b.full_height()
+        b.screenshot(os.path.join(shots, "memory.png"))
         b.color_scheme("dark")
         b.open(server.url + "/")
         b.full_height()
