@@ -53,6 +53,7 @@ GATE_HISTORY = 30
 CONTEXT_LINES = 2  # transcript lines shown either side of a candidate
 MAX_CONTEXT_SCAN = 200_000  # lines read at most to reach a candidate's line
 CLIP = 300
+MAX_ITEMS = 500  # memory items listed (a project has tens to hundreds)
 CURRENT = ' aria-current="page"'
 HERE_CLASS = ' class="here"'
 
@@ -96,6 +97,7 @@ button{cursor:pointer}
 .context{border-left:3px solid var(--line);padding-left:.6rem;margin:.3rem 0}
 .context .here{font-weight:700}
 .pager{display:flex;gap:1rem;margin:.5rem 0}
+td ul{margin:0;padding-left:1rem}
 """
 STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode("utf-8")).digest()).decode("ascii")
 CSP = (f"default-src 'none'; style-src 'sha256-{STYLE_HASH}'; img-src 'self'; form-action 'self'; "
@@ -417,6 +419,7 @@ class Console:
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         texts = self._prompt_texts(conn, [r[9] for r in rows if r[9]])
+        cues_by_trace = cue_evaluations(conn, [r[9] for r in rows if r[9]])
 
         options = "".join(f'<option value="{esc(o)}"{" selected" if o == outcome else ""}>{esc(o or "all")}</option>'
                           for o in ("", *INJECTION_OUTCOMES))
@@ -435,9 +438,10 @@ class Console:
             out.append("<p>No decision matches.</p>")
             return "Decisions", "".join(out)
         capture = bool(self.app.cfg["injection"].get("capture_content"))
-        out.append("<table><thead><tr><th scope=\"col\">#</th><th scope=\"col\">When</th>"
+        out.append("<table id=\"decisions\"><thead><tr><th scope=\"col\">#</th><th scope=\"col\">When</th>"
                    "<th scope=\"col\">Session</th><th scope=\"col\">Prompt</th><th scope=\"col\">Outcome</th>"
-                   "<th scope=\"col\">Cascade</th><th scope=\"col\" class=\"num\">ms</th></tr></thead><tbody>")
+                   "<th scope=\"col\">Cascade</th><th scope=\"col\">Cues</th><th scope=\"col\" class=\"num\">ms</th>"
+                   "</tr></thead><tbody>")
         for rid, ts, _hook, sid, phash, plen, oc, intent, ms, trace_id, detail_text in rows:
             detail = _loads(detail_text)
             text = texts.get(trace_id)
@@ -451,7 +455,8 @@ class Console:
             cls = "green" if oc == "injected" else ("red" if oc == "error" else "")
             out.append(f"<tr><td>{rid}</td><td>{when(ts)}</td><td>{session_link}</td><td>{prompt}</td>"
                        f"<td><span class=\"{cls}\">{esc(oc)}</span>{'<br><span class=muted>' + esc(intent) + '</span>' if intent else ''}</td>"
-                       f"<td>{cascade(oc, detail)}</td><td class=\"num\">{esc(_fmt(ms))}</td></tr>")
+                       f"<td>{cascade(oc, detail)}</td><td>{cue_cell(cues_by_trace.get(trace_id, []))}</td>"
+                       f"<td class=\"num\">{esc(_fmt(ms))}</td></tr>")
         out.append("</tbody></table><nav class=\"pager\" aria-label=\"Pages of decisions\">")
         keep = {k: v for k, v in (("outcome", outcome), ("session", session)) if v}
         if before is not None:
@@ -459,7 +464,59 @@ class Console:
         if more:
             out.append(f'<a href="/decisions?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
         out.append("</nav>")
+        out.append(self._cue_audit(conn, params, session))
         return "Decisions", "".join(out)
+
+    def _cue_audit(self, conn, params, session: str) -> str:
+        """Every cue evaluation (tool calls, session starts, prompts), newest first, by keyset."""
+        if not _has_table(conn, "cue_audit"):
+            return ""
+        cue = params.get("cue", "")
+        before = _int(params.get("cue_before"))
+        where, args = [], []
+        if session:
+            where.append("a.session_id = ?")
+            args.append(session)
+        if cue in ("fired", "skipped"):
+            where.append("a.outcome = ?")
+            args.append(cue)
+        if before is not None:
+            where.append("a.id < ?")
+            args.append(before)
+        rows = conn.execute(
+            "SELECT a.id, a.ts_ns, a.session_id, a.event, a.trigger, m.name, a.outcome, a.reason, a.epoch, a.detail "
+            "FROM cue_audit a LEFT JOIN memory_items m ON m.id = a.item_id"
+            + (" WHERE " + " AND ".join(where) if where else "") + f" ORDER BY a.id DESC LIMIT {PAGE_SIZE + 1}",
+            args).fetchall()
+        more = len(rows) > PAGE_SIZE
+        rows = rows[:PAGE_SIZE]
+        options = "".join(f'<option value="{c}"{" selected" if c == cue else ""}>{c or "all"}</option>'
+                          for c in ("", "fired", "skipped"))
+        out = ["<h2 id=\"cues\">Cue evaluations</h2><p>Every evaluation of a cue (a tool call touching a "
+               "file or symbol, a session start, a prompt) leaves a row: fired, or skipped and why.</p>"
+               "<form class=\"filters\" method=\"get\" action=\"/decisions#cues\">"
+               + (f'<input type="hidden" name="session" value="{esc(session)}">' if session else "")
+               + f"<label for=\"f-cue\">Cue outcome<select id=\"f-cue\" name=\"cue\">{options}</select></label>"
+               "<button type=\"submit\">Filter</button></form>"]
+        if not rows:
+            out.append("<p>No cue evaluation recorded.</p>")
+            return "".join(out)
+        out.append("<table id=\"cue-audit\"><thead><tr><th scope=\"col\">#</th><th scope=\"col\">When</th>"
+                   "<th scope=\"col\">Session</th><th scope=\"col\">Event</th><th scope=\"col\">Trigger</th><th scope=\"col\">Item</th>"
+                   "<th scope=\"col\">Outcome</th><th scope=\"col\">Touched</th></tr></thead><tbody>")
+        for rid, ts, sid, event, trigger, name, outcome, reason, epoch, detail in rows:
+            what = ('<span class="green">fired</span>' if outcome == "fired"
+                    else f"skipped{': ' + esc(reason) if reason else ''}")
+            out.append(f"<tr><td>{rid}</td><td>{when(ts)}</td><td>{esc(clip(sid, 14)) if sid else '—'}</td>"
+                       f"<td>{esc(event)}</td><td>{esc(trigger)}</td><td>{esc(name or '—')}</td>"
+                       f"<td>{what}{' <span class=muted>epoch ' + esc(epoch) + '</span>' if epoch else ''}</td>"
+                       f"<td>{esc(clip(detail, 120))}</td></tr>")
+        out.append("</tbody></table>")
+        if more:
+            keep = {k: v for k, v in (("session", session), ("cue", cue)) if v}
+            out.append(f'<nav class="pager" aria-label="Pages of cue evaluations"><a rel="next" '
+                       f'href="/decisions?{esc(urlencode({**keep, "cue_before": rows[-1][0]}))}#cues">Older →</a></nav>')
+        return "".join(out)
 
     def _prompt_texts(self, conn, trace_ids: list[str]) -> dict[str, str]:
         """Prompt text by trace id, from the prompt's root span: only recorded when
@@ -533,6 +590,7 @@ class Console:
             if more:
                 out.append(f'<a href="/memory?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
             out.append("</nav>")
+        out.append(self._memory_items(conn))
         records = conn.execute(
             "SELECT id, kind, title, statement, transcript, line, session_id, ts, role, record_path, decided_ns "
             "FROM capture_candidates WHERE state = 'confirmed' ORDER BY decided_ns DESC LIMIT 100").fetchall()
@@ -550,6 +608,59 @@ class Console:
                            f"<td>{esc(prov)}</td><td><code>{esc(path)}</code></td><td>{when(decided)}</td></tr>")
             out.append("</tbody></table>")
         return "Memory", "".join(out)
+
+    def _memory_items(self, conn) -> str:
+        """Memory items (one per memory file, compiled at ingest): kind, triggers, provenance,
+        state; pinned items and the resume anchor first."""
+        if not _has_table(conn, "memory_items"):
+            return ""
+        from memory_core.cuespec import list_cues
+
+        out = []
+        anchor = conn.execute("SELECT path, line_start, title, content FROM chunks WHERE source = 'memory' AND "
+                              "title LIKE '%LATEST%' ORDER BY id DESC LIMIT 1").fetchone()
+        out.append("<h2>Resume anchor</h2>")
+        if anchor:
+            out.append(f'<div class="card"><h3>{esc(anchor[2])}</h3><p class="muted"><code>{esc(anchor[0])}:'
+                       f'{esc(anchor[1])}</code></p><pre>{esc(anchor[3][:1500])}</pre></div>')
+        else:
+            out.append("<p>No resume anchor: a <code>## LATEST</code> heading in a memory file is where the next "
+                       "session picks up.</p>")
+        now = time.time_ns()
+        cued = {c["id"]: c for c in list_cues(conn, self.app.project.root, self.app.cfg, now_ns=now)}
+        items = conn.execute(f"SELECT id, path, line, name, kind, scope, pinned, expires_ns, recorded_ns FROM memory_items "
+                             f"ORDER BY pinned DESC, recorded_ns DESC LIMIT {MAX_ITEMS + 1}").fetchall()
+        out.append(f"<h2>Memory items: {min(len(items), MAX_ITEMS)}{'+' if len(items) > MAX_ITEMS else ''}</h2>")
+        if not items:
+            out.append("<p>No memory item: memory files (with frontmatter naming their kind and triggers) "
+                       "become items at ingest.</p>")
+            return "".join(out)
+        out.append("<table><thead><tr><th scope=\"col\">Item</th><th scope=\"col\">Kind</th>"
+                   "<th scope=\"col\">Triggers</th><th scope=\"col\">State</th><th scope=\"col\">Provenance</th>"
+                   "<th scope=\"col\">Fired</th></tr></thead><tbody>")
+        for iid, path, line, name, kind, scope, pinned, expires_ns, recorded_ns in items[:MAX_ITEMS]:
+            info = cued.get(iid)
+            expired = expires_ns is not None and expires_ns <= now
+            triggers = "".join(f"<li>{esc(c['trigger'])}: <code>{esc(c['pattern'])}</code>"
+                               f"{'' if c['state'] == 'active' else ' — <span class=note>' + esc(c['state']) + '</span>'}</li>"
+                               for c in (info or {}).get("cues", []))
+            states = {c["state"].split(":")[0] for c in (info or {}).get("cues", [])}
+            state = "expired" if expired else ("stale" if "stale" in states else "active")
+            cls = {"expired": "muted", "stale": "note", "active": "green"}[state]
+            errors = (info or {}).get("errors") or []
+            fired = (f"{info['fired']}× · last {when(info['last_fired_ns'])}" if info and info["fired"] else "never")
+            out.append(
+                f"<tr><th scope=\"row\">{esc(name)}{' <span class=note>pinned</span>' if pinned else ''}"
+                f"{'<br><span class=muted>scope ' + esc(scope) + '</span>' if scope else ''}</th><td>{esc(kind)}</td>"
+                f"<td>{'<ul>' + triggers + '</ul>' if triggers else '—'}"
+                + "".join(f'<div class="red">{esc(e[0])}: {esc(e[1])}</div>' for e in errors
+                          if isinstance(e, (list, tuple)) and len(e) == 2)
+                + f"</td><td><span class=\"{cls}\">{state}</span>"
+                f"{'<br><span class=muted>expires ' + when(expires_ns) + '</span>' if expires_ns else ''}</td>"
+                f"<td><code>{esc(path)}{':' + esc(line) if line else ''}</code><br><span class=muted>recorded "
+                f"{when(recorded_ns)}</span></td><td>{fired}</td></tr>")
+        out.append("</tbody></table>")
+        return "".join(out)
 
     # -- Triage ----------------------------------------------------------------------------
 
@@ -680,6 +791,35 @@ class Console:
 
 # -- helpers ---------------------------------------------------------------------------------
 
+def _has_table(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def cue_evaluations(conn, trace_ids: list[str]) -> dict[str, list[tuple]]:
+    """The cue audit rows of these hook invocations (by the trace id a decision row shares)."""
+    if not trace_ids or not _has_table(conn, "cue_audit"):
+        return {}
+    marks = ",".join("?" * len(trace_ids))
+    found: dict[str, list[tuple]] = {}
+    for trace_id, trigger, name, outcome, reason in conn.execute(
+            "SELECT a.trace_id, a.trigger, m.name, a.outcome, a.reason FROM cue_audit a LEFT JOIN memory_items m "
+            f"ON m.id = a.item_id WHERE a.trace_id IN ({marks}) ORDER BY a.id", trace_ids):
+        found.setdefault(trace_id, []).append((trigger, name, outcome, reason))
+    return found
+
+
+def cue_cell(evaluations: list[tuple]) -> str:
+    if not evaluations:
+        return "—"
+    parts = []
+    for trigger, name, outcome, reason in evaluations[:8]:
+        label = f"{esc(name or 'no item')} ({esc(trigger)})"
+        parts.append(f'<span class="green">fired</span> {label}' if outcome == "fired"
+                     else f"skipped {label}{': ' + esc(reason) if reason else ''}")
+    more = f"<br><span class=muted>+{len(evaluations) - 8} more</span>" if len(evaluations) > 8 else ""
+    return "<br>".join(parts) + more
+
+
 def last_runs(conn, since_ns: int) -> list[tuple]:
     """(hook, last ok end, ok count, last failure in the window or None) per hook. Counts
     come from the invocation rollup and each "last" is one step down the (hook, started_ns)
@@ -763,17 +903,20 @@ def cascade(outcome: str, detail: dict) -> str:
         parts.append(f"system turn ({esc(detail['marker'])})")
     if "tokens" in detail:
         parts.append(f"{esc(detail['tokens'])} tokens")
+    small = bool(detail.get("small_corpus"))
+    if "corpus" in detail:
+        parts.append(f"corpus {esc(detail['corpus'])} chunks"
+                     + (" (small: the IDF gates are waived)" if small else ""))
+    if "max_prompt_idf" in detail and "distinctive_idf" in detail and not small:
+        parts.append("most distinctive word IDF " + _versus(detail["max_prompt_idf"], detail["distinctive_idf"]))
+    if detail.get("inventory"):
+        parts.append(f"inventory {esc(detail['inventory'])} entries, {esc(detail.get('dnr_passed', 0))} named")
     if "matched" in detail:
-        parts.append(f"{esc(detail['matched'])} matched")
+        need = detail.get("min_matches")
+        parts.append(f"best: {esc(detail['matched'])} matched" + (f" (need {esc(need)})" if need is not None else ""))
     if "idf_sum" in detail and "threshold" in detail:
-        try:
-            ok = float(detail["idf_sum"]) >= float(detail["threshold"])
-            parts.append(f"IDF sum {float(detail['idf_sum']):.2f} {'≥' if ok else '<'} threshold "
-                         f"{float(detail['threshold']):.2f}")
-        except (TypeError, ValueError):
-            parts.append(f"IDF sum {esc(detail['idf_sum'])} vs {esc(detail['threshold'])}")
-    elif "threshold" in detail:
-        parts.append(f"threshold {esc(detail['threshold'])}")
+        parts.append("IDF sum " + _versus(detail["idf_sum"], detail["threshold"])
+                     + (" (waived)" if small else ""))
     if "candidates" in detail:
         parts.append(f"{esc(detail['candidates'])} candidate(s), {esc(detail.get('passed', 0))} passed")
     if detail.get("reason"):
@@ -785,11 +928,20 @@ def cascade(outcome: str, detail: dict) -> str:
             for i in items if isinstance(i, dict)))
     if "chars" in detail:
         parts.append(f"{esc(detail['chars'])} chars")
-    line = "; ".join(parts) or esc(OUTCOME_MEANING.get(outcome, "—"))
+    line = "<br>".join(parts) or esc(OUTCOME_MEANING.get(outcome, "—"))
     if detail:
         line += ("<details><summary>detail</summary><pre>"
                  + esc(json.dumps(detail, indent=1, ensure_ascii=False, default=str)[:4000]) + "</pre></details>")
     return line
+
+
+def _versus(value, threshold) -> str:
+    """"9.40 ≥ 7.00" (or "<"): a number against the threshold it had to reach."""
+    try:
+        v, t = float(value), float(threshold)
+    except (TypeError, ValueError):
+        return f"{esc(value)} vs {esc(threshold)}"
+    return f"{v:.2f} {'≥' if v >= t else '<'} {t:.2f}"
 
 
 def _message_text(raw: str) -> tuple[str, str]:

@@ -17,12 +17,20 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from tests.conftest import REPO, clean_env, payload, rows, run_hook
+from tests.test_cues import PINNED, WAL, ingest, mem, tool
 from tests.test_serve import ServeProcess
 from tests.test_triage import SESSION, capture
 from tests.webdriver import Browser
 
 PAGES = (("/", "Health"), ("/decisions", "Decisions"), ("/memory", "Memory"), ("/triage", "Triage"),
          ("/alerts-budget", "Alerts"))
+LATEST = """---
+name: where-we-are
+type: project
+---
+## LATEST
+Checkpoints move to a dedicated thread next; the busy-timeout change was reverted.
+"""
 PROMPTS = ("why does the WAL checkpoint stall the writer", "thanks, that works",
            "should we run checkpoints from a dedicated thread")
 
@@ -38,8 +46,16 @@ def seeded(project, tmp_path):
     (decision rows; prompt text captured by opt-in), a session end whose detached capture
     worker proposed candidates, and alert decisions from the webhook."""
     env = clean_env(MEMHEALTH_INJECTION_CAPTURE_CONTENT="true", OTEL_SDK_DISABLED="true")
+    mem(project, "wal", WAL)
+    mem(project, "ids", PINNED)
+    mem(project, "latest", LATEST)
+    (project / "src" / "storage").mkdir(parents=True)
+    (project / "src" / "storage" / "wal.py").write_text("def checkpoint_wal():\n    pass\n")
+    ingest(project)
     start = run_hook("session-start", payload("session-start", project), cwd=str(project), env=env)
     assert start.returncode == 0, start.stderr
+    assert "wal-checkpoint-stall" in tool(project, "Read", {"file_path": str(project / "src/storage/wal.py")},
+                                          session="sess-1")
     for text in PROMPTS:
         run = run_hook("prompt", payload("prompt", project, prompt=text), cwd=str(project), env=env)
         assert run.returncode == 0, run.stderr
@@ -116,7 +132,14 @@ def test_every_page_opens_in_a_browser_and_a_candidate_is_triaged_by_clicking(se
         b.open(server.url + "/decisions")
         body = b.find("main").text
         assert PROMPTS[0] in body  # capture opted in: the prompt text, from its root span
-        assert len(b.find_all("main tbody tr")) == len(PROMPTS)
+        assert len(b.find_all("#decisions tbody tr")) == len(PROMPTS)
+        assert "IDF sum" in body and "waived" in body  # the cascade's arithmetic (a small corpus here)
+        fired = [r.text for r in b.find_all("#cue-audit tbody tr") if "wal-checkpoint-stall" in r.text]
+        assert len(fired) == 1 and "fired" in fired[0] and "src/storage/wal.py" in fired[0]
+        b.open(server.url + "/memory")
+        items = b.find("main").text
+        assert "wal-checkpoint-stall" in items and "path: src/storage/**" in items
+        assert "ids-are-monotonic pinned" in items and "## LATEST" in items
         b.open(server.url + "/alerts-budget")
         assert "MemhealthHookFailing0" in b.find("main").text and "folded" in b.find("main").text
 
