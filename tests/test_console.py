@@ -245,3 +245,32 @@ def test_metrics_and_healthz_are_unchanged_by_the_console(seeded):
     assert code == 200 and json.loads(body)["status"] == "ok"
     code, body, _ = server.get("/metrics")
     assert code == 200 and b"memhealth_injection_decisions_total" in body
+
+
+def test_store_text_is_escaped_on_every_page(seeded, tmp_path):
+    project, server = seeded
+    hostile = [("assistant", "We decided to render <img src=x onerror=alert(1)> titles as text instead of markup.")]
+    capture(project, tmp_path / "hostile.jsonl", hostile, session="s2")
+    host = {"Host": f"127.0.0.1:{urlsplit(server.url).port}"}
+    status, _, page = raw(server, "GET", "/triage", headers=host)
+    assert status == 200
+    assert b"&lt;img src=x onerror=alert(1)&gt;" in page and b"<img src=x" not in page
+    for path, _title in PAGES:
+        status, _, page = raw(server, "GET", path, headers=host)
+        assert status == 200 and b"<script" not in page and b"<img" not in page, path
+
+
+def test_tokens_expire_and_are_bound_to_the_process_secret():
+    from telemetry.console import TOKEN_TTL_S, Console
+
+    class App:
+        host, port = "127.0.0.1", 9464
+
+    one, other = Console(App()), Console(App())
+    t0 = 1_800_000_000
+    token = one.token(now=t0)
+    assert one.token_ok(token, now=t0 + 60)
+    assert not one.token_ok(token, now=t0 + TOKEN_TTL_S + 1)  # stale
+    assert not other.token_ok(token, now=t0 + 60)  # another serve process's secret
+    assert not one.token_ok(token.replace(".", ".0", 1), now=t0 + 60)
+    assert one.allowed_hosts() == {"127.0.0.1:9464", "localhost:9464", "[::1]:9464"}
