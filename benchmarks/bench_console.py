@@ -1,4 +1,5 @@
-"""Console page render time with 100,000 decision rows (and 100,000 heartbeats), as ratios.
+"""Console page render time with 100,000 decision rows (and as many heartbeats, cue
+evaluations and memory chunks), as ratios.
 
 Keyset pagination (`id < before`, 50 a page) makes a deep page cost what the first does,
 and the first page with 100,000 rows cost what it does with 1,000: totals come from the
@@ -21,15 +22,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from common import row  # noqa: E402
+from common import row, seed_chunks  # noqa: E402
 
 OUTCOMES = ("no_intent", "no_intent", "no_intent", "below_relevance", "below_relevance", "injected",
             "system_turn", "capped")
 
 
 def populate(db_path: str, n: int) -> None:
-    """`n` decision rows and `n` prompt heartbeats over 30 days in 200 sessions, with the
-    rollups the hooks would have written alongside."""
+    """`n` decision rows, prompt heartbeats and doc chunks, over 30 days in 200 sessions, with
+    the rollups the hooks would have written alongside, 20 cued memory items and the cue
+    audit up to its retention."""
+    from memory_core.cues import AUDIT_KEEP_ROWS
     from memory_core.db import connect, write
 
     conn = connect(db_path)
@@ -65,6 +68,22 @@ def populate(db_path: str, n: int) -> None:
             INSERT INTO rollups(metric, labels, value)
             SELECT 'memhealth_hook_invocations_total', json_object('hook', hook, 'outcome', outcome), count(*)
             FROM heartbeats GROUP BY hook, outcome""")
+        # 20 memory items with symbol cues, and the cue evaluations of each prompt as the hooks
+        # write them, up to the audit's retention (memory_core.cues.AUDIT_KEEP_ROWS)
+        conn.executemany("INSERT INTO memory_items(path, line, name, kind, pinned, recorded_ns, body, source_hash, "
+                         "updated_ns) VALUES (?, 5, ?, 'gotcha', ?, ?, 'body', 'h', ?)",
+                         [(f".memhealth/memory/m{j}.md", f"item-{j}", int(j < 2), now, now) for j in range(20)])
+        conn.executemany("INSERT INTO cues(item_id, trigger, key, pattern) VALUES (?, 'symbol', ?, ?)",
+                         [(j + 1, f"sym{j}", f"sym{j}") for j in range(20)])
+        audit = min(n, AUDIT_KEEP_ROWS)
+        conn.execute(f"""
+            WITH RECURSIVE cnt(i) AS (SELECT {n - audit} UNION ALL SELECT i + 1 FROM cnt WHERE i + 1 < {n})
+            INSERT INTO cue_audit(ts_ns, session_id, trace_id, event, trigger, item_id, outcome, reason, epoch)
+            SELECT {now - span_ns} + i * ({span_ns} / {n}), 'sess-' || (i % 200), printf('%032x', i), 'prompt',
+                   'symbol', CASE WHEN i % 10 = 0 THEN 1 + i % 20 END,
+                   CASE WHEN i % 10 = 0 THEN 'fired' ELSE 'skipped' END, CASE WHEN i % 10 != 0 THEN 'no_match' END, 0
+            FROM cnt""")
+    seed_chunks(conn, n)
     conn.execute("ANALYZE")
     conn.close()
 
@@ -102,7 +121,7 @@ def render_ms(console, path: str, query: str, repeat: int) -> float:
 def bench(quick: bool = False) -> list[dict]:
     from telemetry.console import Console
 
-    repeat = 7 if quick else 25
+    repeat = 9 if quick else 41
     big_n, small_n = 100_000, 1_000
     times: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,6 +137,8 @@ def bench(quick: bool = False) -> list[dict]:
                 "deep": render_ms(console, "/decisions", f"before={deep}", repeat),
                 "session": render_ms(console, "/decisions", "session=sess-7", repeat),
                 "outcome": render_ms(console, "/decisions", "outcome=injected", repeat),
+                "memory": render_ms(console, "/memory", "", repeat),
+                "memory_deep": render_ms(console, "/memory", f"before={deep}", repeat),
             }
     big, small = times["big"], times["small"]
     return [
@@ -131,6 +152,13 @@ def bench(quick: bool = False) -> list[dict]:
             "one session's newest 50 (500 rows of 100k) by the session index vs the unfiltered first page"),
         row("console_outcome_filter_100k_vs_1k", round(big["outcome"] / small["outcome"], 3), "ratio", "<= 1.5",
             "a common outcome (1 in 8): the id-order scan stops after 51 matches"),
+        row("console_memory_ms_100k", round(big["memory"], 2), "ms", "",
+            f"/memory with {big_n:,} chunks and a full cue audit (absolute, this machine)"),
+        row("console_memory_first_page_100k_vs_1k", round(big["memory"] / small["memory"], 3), "ratio", "",
+            f"/memory with {big_n:,} chunks vs {small_n:,}: the chunk pages are flat; the items' fired counts "
+            "(memory_core.cuespec.list_cues) scan the cue audit, bounded by its retention (50,000 rows)"),
+        row("console_memory_deep_vs_first_page_100k", round(big["memory_deep"] / big["memory"], 3), "ratio", "<= 1.5",
+            "a /memory page 99% of the way back vs the first"),
         row("console_health_ms_100k", round(big["health"], 2), "ms", "",
             f"Health with {big_n:,} heartbeats over 30 days (absolute, this machine)"),
         row("console_health_100k_vs_1k", round(big["health"] / small["health"], 3), "ratio", "",

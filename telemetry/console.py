@@ -539,9 +539,19 @@ class Console:
         q = params.get("q", "").strip()
         source = params.get("source", "")
         before = _int(params.get("before"))
-        counts = conn.execute("SELECT source, ifnull(kind, ''), count(*) FROM chunks GROUP BY source, kind "
-                              "ORDER BY source, count(*) DESC").fetchall()
-        sources = sorted({s for s, _k, _n in counts})
+        # Counting reads the whole (source, path) index (~10 ms per 100,000 chunks): on request
+        # only, so the page itself costs the same with 1,000 chunks as with 100,000.
+        counts = []
+        if params.get("counts"):
+            counts = [(s, "", n) for s, n in conn.execute("SELECT source, count(*) FROM chunks GROUP BY source")
+                      if s != "memory"]
+            counts += [("memory", k, n) for k, n in conn.execute(
+                "SELECT ifnull(kind, ''), count(*) FROM chunks WHERE source = 'memory' GROUP BY kind "
+                "ORDER BY count(*) DESC")]
+            counts.sort(key=lambda c: c[0])
+        from memory_core.ingest.base import SOURCES
+
+        sources = list(SOURCES)
         options = "".join(f'<option value="{esc(s)}"{" selected" if s == source else ""}>{esc(s or "all")}</option>'
                           for s in ("", *sources))
         out = ["<form class=\"filters\" method=\"get\" action=\"/memory\" role=\"search\">"
@@ -549,11 +559,13 @@ class Console:
                f"<label for=\"m-source\">Source<select id=\"m-source\" name=\"source\">{options}</select></label>"
                "<button type=\"submit\">Search</button><a href=\"/memory\">Clear</a></form>"]
         if counts:
-            out.append("<details><summary>What memory holds: " + esc(sum(n for *_x, n in counts))
-                       + " chunks</summary><table><thead><tr><th scope=\"col\">Source</th><th scope=\"col\">Kind</th>"
+            out.append("<h2>What memory holds: " + esc(sum(n for *_x, n in counts))
+                       + " chunks</h2><table id=\"counts\"><thead><tr><th scope=\"col\">Source</th><th scope=\"col\">Kind</th>"
                        "<th scope=\"col\" class=\"num\">Chunks</th></tr></thead><tbody>")
             out += [f"<tr><td>{esc(s)}</td><td>{esc(k or '—')}</td><td class=\"num\">{n}</td></tr>" for s, k, n in counts]
-            out.append("</tbody></table></details>")
+            out.append("</tbody></table>")
+        else:
+            out.append('<p><a href="/memory?counts=1">Count the chunks by source and kind</a></p>')
         if q:
             from memory_core.search import search
 

@@ -137,6 +137,9 @@ def test_every_page_opens_in_a_browser_and_a_candidate_is_triaged_by_clicking(se
         fired = [r.text for r in b.find_all("#cue-audit tbody tr") if "wal-checkpoint-stall" in r.text]
         assert len(fired) == 1 and "fired" in fired[0] and "src/storage/wal.py" in fired[0]
         b.open(server.url + "/memory")
+        b.find("a[href='/memory?counts=1']").click()
+        counts = b.wait_text("#counts", "transcript")
+        assert "memory" in counts
         items = b.find("main").text
         assert "wal-checkpoint-stall" in items and "path: src/storage/**" in items
         assert "ids-are-monotonic pinned" in items and "## LATEST" in items
