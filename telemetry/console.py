@@ -227,6 +227,9 @@ class Console:
                                           f"<p class=\"red\">The store cannot be opened: {esc(exc)}</p>")).as_tuple()
         try:
             title, body = render(conn, params)
+        except Exception as exc:  # a locked store or a bad row: a page that says so, not a dropped connection
+            return Page(500, self._layout(path, "Page failed", f"<p class=\"red\">{esc(type(exc).__name__)}: "
+                                                               f"{esc(str(exc)[:500])}</p><p>Reload to retry.</p>")).as_tuple()
         finally:
             conn.close()
         return Page(200, self._layout(path, title, body)).as_tuple()
@@ -265,10 +268,15 @@ class Console:
 
         if action == "retitle" and not extra["title"].strip():
             return self._after(f"#{cid} retitle: a title cannot be empty", error=True)
-        conn = self._connect()
+        from memory_core.errors import MemoryCoreError
+
+        try:
+            conn = self._connect()
+        except MemoryCoreError as exc:
+            return self._after(f"#{cid} {action}: the store cannot be opened ({exc}); nothing was changed", error=True)
         try:
             line = triage.apply_one(conn, self.app.project.root, self.app.cfg, action, cid, extra)
-        except triage.TriageError as exc:
+        except MemoryCoreError as exc:  # TriageError, or a locked store: the action did not apply
             return self._after(f"#{cid} {action}: {exc}", error=True)
         finally:
             conn.close()

@@ -277,3 +277,33 @@ def test_tokens_expire_and_are_bound_to_the_process_secret():
     assert not other.token_ok(token, now=t0 + 60)  # another serve process's secret
     assert not one.token_ok(token.replace(".", ".0", 1), now=t0 + 60)
     assert one.allowed_hosts() == {"127.0.0.1:9464", "localhost:9464", "[::1]:9464"}
+
+
+def test_a_locked_store_fails_the_action_visibly_and_changes_nothing(seeded):
+    from memory_core.db import sqlite3
+
+    project, server = seeded
+    host = {"Host": f"127.0.0.1:{urlsplit(server.url).port}"}
+    _, _, page = raw(server, "GET", "/triage", headers=host)
+    cid = pending(project)["decision"]
+    holder = sqlite3.connect(os.path.join(str(project), ".memhealth", "memory.db"), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock past the busy timeout
+        status, headers, _ = raw(server, "POST", "/triage/confirm",
+                                 urlencode({"id": cid, "csrf": token_from(page)}).encode(),
+                                 {**host, "Content-Type": "application/x-www-form-urlencoded"})
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert status == 303 and "error=" in headers["Location"] and "locked" in headers["Location"]
+    assert state(project, cid) == "pending"
+    # confirm writes the record file first: with the decision unrecorded, the file must go too,
+    # or the next ingest would make a pending candidate memory
+    records = os.path.join(str(project), ".memhealth", "memory", "records")
+    assert os.path.isdir(records)  # the file was written, then removed
+    assert [f for f in os.listdir(records) if f.startswith(f"decision-{cid}-")] == []
+    # and once the lock is gone the same form applies
+    status, headers, _ = raw(server, "POST", "/triage/confirm", urlencode({"id": cid, "csrf": token_from(page)}).encode(),
+                             {**host, "Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 303 and "done=" in headers["Location"] and state(project, cid) == "confirmed"
+    assert [f for f in os.listdir(records) if f.startswith(f"decision-{cid}-")]
