@@ -22,7 +22,12 @@ import pytest
 from tests.conftest import rows
 from tests.e2e.claude_cli import wanted_version
 from tests.e2e.conftest import make_world
-from tests.e2e.harness import completed_heartbeats, expected_heartbeats, hook_attachments
+from tests.e2e.harness import (
+    completed_heartbeats,
+    expected_heartbeats,
+    hook_attachments,
+    settled_capture_outcomes,
+)
 from tests.e2e.messages_api import text, tool_use
 from tests.payloads import PAYLOAD_DIR, SCRUB_HOME, SCRUB_PROJECT, payload_name, scrub, shape
 
@@ -79,6 +84,9 @@ def test_every_event_of_every_run_has_a_completed_heartbeat(full):
     assert names.count("PreToolUse") == 4 and names.count("PostToolUse") == 4
     assert expected[("pre-tool", full.sid)] == 3 and expected[("post-tool", full.sid)] == 3
     assert completed_heartbeats(full.project.db_path) == expected
+    # every SessionEnd's detached capture worker ran and finished ok (waited for, bounded)
+    outcomes = settled_capture_outcomes(full.project.db_path, at_least=Counter(names)["SessionEnd"])
+    assert set(outcomes) == {"ok"}, outcomes
     assert rows(full.project.root, "SELECT hook, outcome, reason, detail FROM heartbeats "
                                    "WHERE outcome IS NOT 'ok'") == []
 
