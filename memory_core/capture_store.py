@@ -25,6 +25,7 @@ import json
 import os
 import time
 
+from memory_core.heartbeat import pid_alive
 from memory_core.meta import set_meta
 from memory_core.outbox import bump, insert_degradation, set_gauge
 from memory_core.tx import write
@@ -40,24 +41,6 @@ KINDS = ("decision", "dead_end", "correction")
 
 class LeaseLost(Exception):
     """Another worker took the lease (ours lapsed): stop without committing."""
-
-
-def pid_alive(pid: int | None) -> bool:
-    """True when `pid` runs and is not a zombie (a killed child nobody reaped yet)."""
-    if not pid or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return stat[stat.rindex(b")") + 2:][:1] != b"Z"
-    except (OSError, ValueError):
-        return True
 
 
 # -- leases -----------------------------------------------------------------------------------

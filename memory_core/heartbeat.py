@@ -72,8 +72,9 @@ def record_invocation(conn, hook: str, started_ns: int, outcome: str, reason=Non
 FUTURE_SLACK_NS = 60 * 10**9  # timestamps this far ahead of now are clock skew, not jitter
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
+def pid_alive(pid: int | None) -> bool:
+    """True when `pid` runs and is not a zombie (a killed child nobody reaped yet)."""
+    if not pid or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
@@ -81,7 +82,12 @@ def _pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return stat[stat.rindex(b")") + 2:][:1] != b"Z"
+    except (OSError, ValueError):
+        return True  # no /proc here: kill(0) said it exists
 
 
 def reap_killed(conn, killed_after_s: float, now_ns: int | None = None, min_age_s: float = 0.0) -> int:
@@ -97,7 +103,7 @@ def reap_killed(conn, killed_after_s: float, now_ns: int | None = None, min_age_
     dead = [(i, hook) for i, hook, pid, started in rows
             if (now_ns - started) > killed_after_s * 1e9
             or (((now_ns - started) > min_age_s * 1e9 or started > now_ns + FUTURE_SLACK_NS)
-                and not _pid_alive(pid))]
+                and not pid_alive(pid))]
     if not dead:
         return 0
     with write(conn):

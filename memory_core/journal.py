@@ -55,9 +55,9 @@ def ended(state_dir: str, trace_id: str) -> None:
 
 
 def _alive(pid) -> bool:
-    from memory_core.heartbeat import _pid_alive
+    from memory_core.heartbeat import pid_alive
 
-    return isinstance(pid, int) and _pid_alive(pid)
+    return isinstance(pid, int) and pid_alive(pid)
 
 
 def _claim_pid(claimed: str) -> int | None:

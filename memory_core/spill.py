@@ -150,13 +150,13 @@ def drain(conn, path: str) -> int:
     """Move spilled rows (the spill, its fallback, claims of dead drainers) into the store;
     return how many. Each file is renamed first, so two draining processes never insert the
     same rows twice; a store that cannot take them gets them back, nothing is lost."""
-    from memory_core.heartbeat import _pid_alive
+    from memory_core.heartbeat import pid_alive
 
     total = 0
     for source in pending_files(path):
         if source.endswith(".draining"):
             pid = _pid_of_claim(source)
-            if pid == os.getpid() or _pid_alive(pid):
+            if pid == os.getpid() or pid_alive(pid):
                 continue  # another drainer is at work on it
             claimed = source
         else:

@@ -31,6 +31,7 @@ import time
 from memory_core.db import sqlite3, write
 from memory_core.errors import StoreError
 from memory_core.meta import get_meta, init_meta, set_meta
+from memory_core.outbox import prune_spans
 from telemetry.collector import (
     META_EXPORT_LAST_ID,
     META_EXPORT_LAST_SUCCESS,
@@ -108,41 +109,6 @@ def watermark(conn) -> int:
 
 def backlog(conn) -> int:
     return conn.execute("SELECT count(*) FROM spans WHERE id > ?", (watermark(conn),)).fetchone()[0]
-
-
-def apply_retention(conn, retention_days: float, now_ns: int | None = None) -> int:
-    """Delete outbox rows older than the retention; return how many were never exported.
-
-    Walks from the oldest id and stops at the first row inside the retention, so a run with
-    nothing to drop reads one row. The newest row is always kept: ids are rowids, and an
-    emptied table would hand out ids below the watermark again."""
-    now_ns = now_ns or time.time_ns()
-    cutoff = now_ns - int(retention_days * 86400e9)
-    first = conn.execute("SELECT end_ns FROM spans ORDER BY id LIMIT 1").fetchone()
-    if first is None or first[0] >= cutoff:
-        return 0
-    last_id = watermark(conn)
-    unexported = 0
-    with write(conn):
-        (newest,) = conn.execute("SELECT max(id) FROM spans").fetchone()
-        while True:
-            rows = conn.execute("SELECT id, end_ns FROM spans WHERE id < ? ORDER BY id LIMIT 5000",
-                                (newest,)).fetchall()
-            old = []
-            for row_id, end_ns in rows:
-                if end_ns >= cutoff:
-                    break
-                old.append(row_id)
-            if old:
-                conn.execute("DELETE FROM spans WHERE id BETWEEN ? AND ?", (old[0], old[-1]))
-                unexported += sum(1 for i in old if i > last_id)
-            if len(old) < 5000:
-                break
-        if unexported:
-            from memory_core.outbox import bump
-
-            bump(conn, "memhealth_outbox_dropped_spans_total", {"reason": "retention"}, unexported)
-    return unexported
 
 
 # -- rows to SDK objects ---------------------------------------------------------------------
@@ -383,6 +349,7 @@ class OtlpExporter:
         tel = cfg["telemetry"]
         self.timeout_s = float(tel["export_timeout_s"])
         self.retention_days = float(tel["retention_days"])
+        self.outbox_max_rows = int(tel.get("outbox_max_rows", 20_000))
         self.capture_content = bool(tel["capture_content"])
         self.disabled = environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
         self.protocol, endpoint = resolve_target(cfg, environ)
@@ -453,7 +420,9 @@ class OtlpExporter:
         result = ExportResult()
         now_ns = now_ns or time.time_ns()
         try:
-            result.dropped = apply_retention(conn, self.retention_days, now_ns)
+            # the same bounds the gate keeps (memory_core.outbox.prune_spans: one definition)
+            dropped = prune_spans(conn, self.retention_days, self.outbox_max_rows, now_ns)
+            result.dropped = sum(dropped.values())
             if self.disabled:
                 result.disabled = True
                 result.backlog = backlog(conn)
