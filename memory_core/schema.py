@@ -250,6 +250,19 @@ CREATE UNIQUE INDEX capture_candidates_origin ON capture_candidates(transcript, 
 CREATE INDEX capture_candidates_norm ON capture_candidates(norm);
 CREATE INDEX capture_candidates_state ON capture_candidates(state, id);
 """),
+    (3, "rollup exemplars: the latest trace id per histogram bucket", """
+-- one row per histogram bucket rollup (metric is name_bucket, labels as in rollups, with
+-- "le"): the latest observation's trace id, value and time, served as the OpenMetrics
+-- exemplar of that bucket. Written in the transaction that writes the observation.
+CREATE TABLE rollup_exemplars (
+    metric   TEXT NOT NULL,
+    labels   TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    value    REAL NOT NULL,
+    ts_ns    INTEGER NOT NULL,
+    PRIMARY KEY (metric, labels)
+) WITHOUT ROWID;
+"""),
 ]
 
 LATEST = MIGRATIONS[-1][0]

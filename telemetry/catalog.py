@@ -18,6 +18,7 @@ HOOK_OUTCOMES = ("ok", "error", "killed")
 INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "injected",
                       "suppressed_ablation", "error")  # error: the cascade could not decide (store down)
 GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
+GATE_STATUSES = tuple(GATE_STATUS_VALUES)  # the enum series' closed `status` vocabulary
 EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
                     "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
@@ -60,6 +61,12 @@ METRICS: tuple[Metric, ...] = (
            "Unix time of the last successful invocation of each hook.", ("hook",)),
     Metric("memhealth_gate_check_status", "gauge", "1",
            "Latest status of each gate check: 0 green, 1 note, 2 red.", ("check",)),
+    # The enum convention beside the 0/1/2 code above (kept: the DESIGN contract): one series
+    # per status, 1 for the current one, so a rule reads `{status="red"} == 1` and
+    # `sum by (status)` counts checks per status.
+    Metric("memhealth_gate_check_state", "gauge", "1",
+           "1 for each gate check's latest status (green, note, red), 0 for the others.",
+           ("check", "status"), label_values={"status": GATE_STATUSES}),
     Metric("memhealth_gate_runs_total", "counter", "1",
            "Gate runs by verdict.", ("verdict",), label_values={"verdict": ("green", "red")}),
     Metric("memhealth_embedding_state", "gauge", "1",
@@ -76,6 +83,10 @@ METRICS: tuple[Metric, ...] = (
            "Wall time of memory retrieval on the prompt path.", buckets=RETRIEVAL_DURATION_BUCKETS),
     Metric("memhealth_ingest_watermark_age_seconds", "gauge", "s",
            "Age of the newest ingest watermark per source.", ("source",)),
+    # The same freshness as a timestamp (naming practice: `…_timestamp_seconds`): PromQL
+    # derives the age as `time() - x`, and the value stays right when a scrape is late.
+    Metric("memhealth_ingest_last_timestamp_seconds", "gauge", "s",
+           "Unix time of the newest ingest watermark per source.", ("source",)),
     Metric("memhealth_chunks", "gauge", "1", "Chunks in the store per source.", ("source",)),
     Metric("memhealth_vector_coverage_ratio", "gauge", "1",
            "Share of chunks that have a vector (1 when there are no chunks)."),
@@ -109,6 +120,9 @@ METRICS: tuple[Metric, ...] = (
            "Unix time of the last successful OTLP export (0 = never)."),
     Metric("memhealth_scrape_errors_total", "counter", "1",
            "Scrapes of this serve process that could not read the store and served the last good values."),
+    Metric("memhealth_build_info", "gauge", "1",
+           "Always 1: the memhealth, Python, SQLite and sqlite-vec versions serving these metrics.",
+           ("version", "python", "sqlite", "sqlite_vec")),
 )
 
 CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}

@@ -376,7 +376,7 @@ def test_one_alert_per_gate_check_with_the_checks_severity():
         check = GATE_CHECKS[name]
         assert rule["labels"]["severity"] == check.severity
         assert rule["expr"] == (f'max by (instance, check) '
-                                f'(memhealth_gate_check_status{{check="{name}"}}) == 2')
+                                f'(memhealth_gate_check_state{{check="{name}",status="red"}}) == 1')
         assert rule["annotations"]["runbook_url"].endswith(f"#gate-check-{name}")
         assert "FIX: run `memhealth gate`" in rule["annotations"]["description"]
     assert {c.severity for c in GATE_CHECK_LIST} == {"critical", "warning"}
