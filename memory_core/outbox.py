@@ -175,6 +175,40 @@ class Trace:
         return len(rows)
 
 
+def db_span(trace: Trace | None, operation: str, collection: str, **attrs) -> Span | _NoSpan:
+    """A database client span as the OTel DB conventions shape it: kind CLIENT, named
+    `{db.operation.name} {db.collection.name}`, with db.system.name sqlite. A no-op span
+    when there is no trace, so a call site needs no branch.
+
+        with db_span(trace, "SELECT", "chunks_fts") as span:
+            rows = conn.execute("SELECT ... FROM chunks_fts ...").fetchall()
+    """
+    if trace is None:
+        return _NO_SPAN
+    return trace.span(f"{operation} {collection}", kind="client", **{
+        "db.system.name": "sqlite", "db.operation.name": operation,
+        "db.collection.name": collection, **attrs})
+
+
+class _NoSpan:
+    """What db_span hands out without a trace: every Span method, doing nothing."""
+
+    def set(self, key, value):
+        return self
+
+    def update(self, attrs):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_SPAN = _NoSpan()
+
+
 class command_trace:
     """The spans of one CLI command, written to the outbox when the block ends, error or not;
     telemetry never fails the command.
