@@ -431,6 +431,7 @@ class OtlpExporter:
         self.timeout_s = float(tel["export_timeout_s"])
         self.retention_days = float(tel["retention_days"])
         self.capture_content = bool(tel["capture_content"])
+        self.export_metrics = bool(tel.get("otlp_metrics", True))
         self.disabled = environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
         self.protocol, endpoint = resolve_target(cfg, environ)
         self.endpoint = endpoint
@@ -508,7 +509,7 @@ class OtlpExporter:
                 result.disabled = True
                 result.backlog = backlog(conn)
                 return result
-            self._ship(conn, result, now_ns, t0, scrape_errors, metrics)
+            self._ship(conn, result, now_ns, t0, scrape_errors, metrics and self.export_metrics)
             result.backlog = backlog(conn)
         except (StoreError, sqlite3.Error) as exc:
             result.ok = False

@@ -251,6 +251,18 @@ def test_metrics_are_exported_from_rollups_as_sums_gauges_and_histograms(project
     assert rx.metric_requests[-1].resource_metrics[0].resource.attributes
 
 
+def test_otlp_metrics_off_ships_the_spans_alone(project):
+    """compose sets it: Prometheus scrapes that serve, so OTLP metrics would count the store twice."""
+    drive_session(project, events=SESSION[:2])
+    conn = connect(str(project / ".memhealth" / "memory.db"))
+    with OtlpReceiver() as rx:
+        result = export_once(conn, config(project, otlp_endpoint=rx.endpoint, otlp_metrics="false"))
+    conn.close()
+    assert result.ok and result.spans_sent == len(rx.spans) > 0
+    assert result.metrics_sent == 0
+    assert [p for p, _ in rx.requests] == ["/v1/traces"]
+
+
 def test_gzip_compression_from_the_standard_variable_is_honoured(project, monkeypatch):
     drive_session(project, events=SESSION[:1])
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
