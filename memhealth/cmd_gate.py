@@ -17,10 +17,12 @@ def register(sub):
                    help='print {"total", "green", "red", "checks": [...]} instead of text')
     # the same names as probes.gate.ACKABLE (a test keeps them equal; importing the gate
     # here would load it for every command)
-    p.add_argument("--ack", metavar="CHECK", choices=("hook_heartbeats", "integrations"), default=None,
+    p.add_argument("--ack", metavar="CHECK", choices=("hook_heartbeats", "integrations", "cue_delivery"),
+                   default=None,
                    help="acknowledge CHECK's RED about a past event (a hook that did not fire, a "
-                        "failed webhook delivery): recorded, shown by `memhealth report`; later "
-                        "events are reported again. CHECK: hook_heartbeats, integrations")
+                        "failed webhook delivery, a compaction that dropped pinned items): recorded, "
+                        "shown by `memhealth report`; later events are reported again. CHECK: "
+                        "hook_heartbeats, integrations, cue_delivery")
     p.set_defaults(func=run)
     return p
 

@@ -40,6 +40,9 @@ SCRIPT = [
                           "replaying every stream from event zero"}, "the same build intent again (capped)"),
     ("pre-compact", {"trigger": "auto", "custom_instructions": ""}, "context compaction"),
     ("session-start", {"source": "compact"}, "session resumes after compaction"),
+    ("pre-tool", {"tool_name": "Edit", "tool_input": {"file_path": "src/compactor.py", "old_string": "10_000",
+                                                       "new_string": "5_000"},
+                  "tool_use_id": "toolu_02"}, "first touch of the file after compaction"),
     ("prompt", {"prompt": "why does the projection replay get slower after a restart?"},
      "investigation intent, nothing relevant stored"),
     ("stop", {"stop_hook_active": False, "last_assistant_message": "Done."}, "the turn ends"),
@@ -115,10 +118,17 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     out("")
     out("[3/4] a session, through the real hook entry points (one process per hook):")
     width = max(len(label) for *_x, label in SCRIPT)
-    first_injection = None
+    first_injection = first_cue = None
     for event, fields, label in SCRIPT:
         body = {"session_id": SESSION, "transcript_path": transcript, "cwd": root,
                 "hook_event_name": event, "permission_mode": "default", **fields}
+        if event == "post-tool":  # what Claude Code sends after a Read (REFERENCE §1b)
+            path = os.path.join(root, fields["tool_input"]["file_path"])
+            with open(path, encoding="utf-8") as fh:
+                content = fh.read()
+            body["tool_response"] = {"type": "text", "file": {
+                "filePath": path, "content": content, "numLines": content.count("\n"), "startLine": 1,
+                "totalLines": content.count("\n")}}
         if event == "prompt":
             with open(transcript, "a", encoding="utf-8") as fh:
                 fh.write(_transcript_line("user", fields["prompt"], root))
@@ -132,6 +142,8 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
             shown = text.splitlines()[0][:70] if text else ""
             if event == "prompt" and first_injection is None:
                 first_injection = text
+            if event == "pre-tool" and first_cue is None:
+                first_cue = text
         elif err:
             shown = f"stderr: {err[:70]}"
         if err:  # a hook writes stderr only when something went wrong
@@ -141,6 +153,8 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         failures.append("the capture worker spawned by session-end did not finish within 60 s")
     out("")
     _print_injections(root, out, first_injection)
+    out("")
+    _print_cues(root, out, first_cue)
     out("")
     gate = subprocess.run(cmd + ["gate", "--project", root], capture_output=True, text=True, timeout=300)
     out("[4/4] the health gate now (`memhealth gate`):")
@@ -221,6 +235,31 @@ def _print_injections(root: str, out, first_injection: str | None) -> None:
                 out(f"  | {part}")
 
 
+def _print_cues(root: str, out, first_cue: str | None) -> None:
+    """Cue deliveries from the audit (`memhealth cues audit`): what fired where, what was
+    skipped and why; then the first cued delivery as Claude received it."""
+    from memory_core.db import connect
+
+    conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
+    audit = conn.execute(
+        "SELECT a.event, a.trigger, coalesce(m.name, '-'), a.outcome, coalesce(a.reason, ''), a.epoch, "
+        "coalesce(a.detail, '') FROM cue_audit a LEFT JOIN memory_items m ON m.id = a.item_id ORDER BY a.id").fetchall()
+    conn.close()
+    fired = sum(1 for row in audit if row[3] == "fired")
+    out(f"Cue evaluations (`memhealth cues audit`; {len(audit)} rows, {fired} fired):")
+    for event, trigger, name, outcome, reason, epoch, detail in audit:
+        verdict = outcome if outcome == "fired" else f"skipped: {reason}"
+        out(f"  epoch {epoch or 0}  {event:<13} {trigger:<7} {name[:34]:<34} {verdict:<18} {detail[:40]}")
+    if first_cue:
+        out("")
+        out("The first cued delivery, before the tool acted (first touch of the file):")
+        import textwrap
+
+        for line in first_cue.splitlines()[:6]:
+            for part in textwrap.wrap(line, 100, subsequent_indent="    ") or [""]:
+                out(f"  | {part}")
+
+
 def _print_metrics(root: str, out) -> None:
     from memory_core.db import connect
 
@@ -228,7 +267,8 @@ def _print_metrics(root: str, out) -> None:
     out("Metrics excerpt (what `memhealth serve` exposes on /metrics):")
     for metric, labels, value in conn.execute(
             "SELECT metric, labels, value FROM rollups WHERE metric IN "
-            "('memhealth_hook_invocations_total', 'memhealth_injection_decisions_total') "
+            "('memhealth_hook_invocations_total', 'memhealth_injection_decisions_total', "
+            "'memhealth_cue_deliveries_total') "
             "ORDER BY metric, labels").fetchall():
         pairs = ",".join(f'{k}="{v}"' for k, v in json.loads(labels).items())
         out(f"  {metric}{{{pairs}}} {value:g}")

@@ -35,8 +35,12 @@ def session_start(ctx) -> str | None:
         ctx.problem("capture", f"{type(exc).__name__}: {exc}")
     source = ctx.payload.get("source")
     body = session_render(ctx.conn, source if isinstance(source, str) else None)
+    pinned = session_start_cues(ctx)
+    # pinned items before the summary: the 10,000-character cap clips the end, never a pinned
+    # item; novelty still compares the summary alone (the pinned block is the same by design)
+    memory = f"{pinned}\n{body}" if pinned else body
     if ctx.cfg["gate"]["mode"] != "on":
-        return body
+        return memory
     from probes import gate, heartbeats, novelty
     from probes.evidence import Evidence
 
@@ -72,7 +76,7 @@ def session_start(ctx) -> str | None:
     except Exception as exc:  # the gate must never cost the session its context
         ctx.problem(getattr(exc, "reason", "gate"), f"{type(exc).__name__}: {exc}")  # db_locked, not "gate"
         head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
-    return "\n".join([*head, body])
+    return "\n".join([*head, memory])
 
 
 def prompt(ctx) -> str | None:
@@ -121,27 +125,158 @@ def prompt(ctx) -> str | None:
     return result.text
 
 
+def session_start_cues(ctx) -> str | None:
+    """Deliver every pinned item (and `on: session-start` / `on: compact` cues) within the
+    pinned budget, naming what does not fit; a clear or compact source starts a new epoch.
+    A failure here costs the pinned block, never the verdict."""
+    from memory_core import cues
+
+    source = ctx.payload.get("source")
+    source = source if isinstance(source, str) and source else "startup"
+    ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "session-start")
+    try:
+        if source in ("clear", "compact"):
+            ev.rearm()  # even when no PreCompact hook ran before this start
+        pinned = ev.pinned()
+        for m in pinned:  # the gate's cue_delivery check finds compaction starts by this
+            m.pattern = f"pinned at {source}"
+        events = ev.match_event("session-start") + (ev.match_event("compact") if source == "compact" else [])
+        why = (f"re-delivered after compaction: all {len(pinned)} pinned items" if source == "compact"
+               else f"pinned at session start ({source}): {len(pinned)} items")
+        text = ev.deliver(pinned, why, dedup=False, budget=cues.PINNED_BUDGET_CHARS, overflow="pinned")
+        if not pinned:
+            ev.skip("pinned", "no_match", f"pinned at {source}")
+        more = ev.deliver(events, f"cued by the {source} session start", dedup=False,
+                          budget=cues.CUE_BUDGET_CHARS) if events else None
+        ev.write(extra=lambda conn: cues.retain(conn, ev.now_ns))
+    except Exception as exc:  # noqa: BLE001 - the verdict must still print
+        ctx.problem("cues", f"{type(exc).__name__}: {exc}")
+        return None
+    return "\n".join(t for t in (text, more) if t) or None
+
+
+def _tool(ctx) -> str:
+    tool = ctx.payload.get("tool_name")
+    return tool if isinstance(tool, str) else ""
+
+
 def pre_tool(ctx) -> str | None:
-    return None
+    """Deliver path and symbol cues on the first touch, before the tool acts."""
+    from memory_core import cues
+
+    tool = _tool(ctx)
+    cwd = ctx.payload.get("cwd")
+    place = cues.Place(ctx.project.root, cwd if isinstance(cwd, str) else None)
+    ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "pre-tool")
+    files, dirs, text = cues.tool_touches(tool, ctx.payload.get("tool_input"), place, paths=ev.has("path"))
+    matches = ev.match_paths(files, dirs) + ev.match_symbols(text)
+    out = None
+    touched = ", ".join((files + [d + "/" for d in dirs])[:3])
+    if matches:
+        out = ev.deliver(matches, f"first touch by {tool or 'a tool'}" + (f" of {touched}" if touched else ""))
+    else:
+        ev.skip("path" if files or dirs else "symbol", "no_match", f"{tool} {touched}".strip())
+    ev.write()
+    return out
 
 
 def post_tool(ctx) -> str | None:
-    return None
+    """After a Read: count re-reads across compaction boundaries, and deliver symbol cues
+    found in what the file returned (first read of the file in this epoch only)."""
+    if _tool(ctx) != "Read":
+        return None
+    from memory_core import cues
+
+    response = ctx.payload.get("tool_response")
+    file = response.get("file") if isinstance(response, dict) else None
+    content = file.get("content") if isinstance(file, dict) else None
+    if not isinstance(content, str):
+        content = response if isinstance(response, str) else ""
+    path = file.get("filePath") if isinstance(file, dict) else None
+    tool_input = ctx.payload.get("tool_input")
+    if not isinstance(path, str) and isinstance(tool_input, dict):
+        path = tool_input.get("file_path")
+    cwd = ctx.payload.get("cwd")
+    rels = cues.Place(ctx.project.root, cwd if isinstance(cwd, str) else None).rel(path) \
+        if isinstance(path, str) else []
+    if not rels:
+        return None  # outside the project: neither a cue nor a re-read of ours
+    ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "post-tool")
+    first = not ctx.session_id or ctx.conn.execute(
+        "SELECT 1 FROM file_reads WHERE session_id = ? AND path = ? AND epoch = ?",
+        (ctx.session_id, rels[0], ev.epoch)).fetchone() is None
+    out = None
+    if first:
+        matches = ev.match_symbols(content)
+        if matches:
+            out = ev.deliver(matches, f"named in {rels[0]}, just read")
+        else:
+            ev.skip("symbol", "no_match", f"Read {rels[0]}")
+    reread = {}
+
+    def record(conn) -> None:
+        reread["first"], reread["bytes"] = cues.record_read(conn, ctx.session_id, ev.epoch, rels[0],
+                                                             content, ev.now_ns)
+
+    ev.write(extra=record)
+    if reread.get("bytes"):
+        ctx.root.update({"memhealth.reread.path": rels[0], "memhealth.reread.bytes": reread["bytes"]})
+    return out
+
+
+def prompt_cues(ctx) -> str | None:
+    """Symbol and `on: prompt` cues named in a prompt, beside the cascade (system turns are
+    not prompts a person wrote, so they cue nothing)."""
+    if ctx.decisions and ctx.decisions[-1].get("outcome") == "system_turn":
+        return None
+    raw = ctx.payload.get("prompt")
+    if not isinstance(raw, str):
+        return None
+    from memory_core import cues
+
+    ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "prompt")
+    matches = ev.match_symbols(raw) + ev.match_event("prompt") + ev.match_semantic(raw, ctx.cfg)
+    out = ev.deliver(matches, "cued by the prompt") if matches else None
+    if not matches:
+        ev.skip("symbol", "no_match", None)
+    ev.write()
+    return out
+
+
+def prompt_and_cues(ctx) -> str | None:
+    """The injection cascade, then the prompt's cues appended to what it emits."""
+    text = prompt(ctx)
+    try:
+        cued = prompt_cues(ctx)
+    except Exception as exc:  # noqa: BLE001 - the cascade's output must still reach Claude
+        ctx.problem("cues", f"{type(exc).__name__}: {exc}")
+        cued = None
+    return "\n\n".join(t for t in (text, cued) if t) or None
 
 
 def pre_compact(ctx) -> str | None:
     """A compaction boundary: what was injected before it is about to leave the context, so
     the per-session dedup and caps start again (cue-anchored delivery re-delivers after)."""
     if ctx.session_id:
+        from memory_core.cues import new_epoch
         from memory_core.db import write
 
         with write(ctx.conn):
             cur = ctx.conn.execute("DELETE FROM deliveries WHERE session_id = ?", (ctx.session_id,))
-        ctx.root.set("memhealth.deliveries.reset", cur.rowcount)
+            epoch = new_epoch(ctx.conn, ctx.session_id)
+        ctx.root.update({"memhealth.deliveries.reset": cur.rowcount, "memhealth.cue.epoch": epoch})
     return None
 
 
 def stop(ctx) -> str | None:
+    """`on: stop` cues are audited as inactive: a Stop hook has no context channel (its only
+    lever, decision "block", would force Claude to keep going)."""
+    from memory_core import cues
+
+    ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "stop")
+    for m in ev.match_event("stop"):
+        ev.skip("event", "inactive", cues.STOP_INACTIVE, m.item_id)
+    ev.write()
     return None
 
 
@@ -175,7 +310,7 @@ def session_end(ctx) -> str | None:
 
 HANDLERS = {
     "session-start": session_start,
-    "prompt": prompt,
+    "prompt": prompt_and_cues,
     "pre-tool": pre_tool,
     "post-tool": post_tool,
     "pre-compact": pre_compact,

@@ -250,7 +250,96 @@ CREATE UNIQUE INDEX capture_candidates_origin ON capture_candidates(transcript, 
 CREATE INDEX capture_candidates_norm ON capture_candidates(norm);
 CREATE INDEX capture_candidates_state ON capture_candidates(state, id);
 """),
-    (3, "rollup exemplars: the latest trace id per histogram bucket", """
+    (3, "cue-anchored delivery", """
+-- one row per memory file: what a cue delivers, compiled at ingest (the hook never reads files)
+CREATE TABLE memory_items (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL UNIQUE,  -- project-relative memory file
+    line        INTEGER,               -- where the body starts (provenance)
+    name        TEXT NOT NULL,
+    kind        TEXT NOT NULL,         -- gotcha | invariant | decision | feedback | ...
+    scope       TEXT,
+    pinned      INTEGER NOT NULL DEFAULT 0,
+    expires_ns  INTEGER,               -- from expires: or recorded + ttl_days; NULL = never
+    recorded_ns INTEGER NOT NULL,
+    body        TEXT NOT NULL,         -- the delivered text, clipped at compile time
+    errors      TEXT,                  -- JSON list of [key, message] for malformed frontmatter
+    source_hash TEXT NOT NULL,         -- the file's ingest hash: recompile only on change
+    updated_ns  INTEGER NOT NULL
+);
+CREATE INDEX memory_items_pinned ON memory_items(pinned) WHERE pinned = 1;
+
+-- triggers, indexed so a PreToolUse lookup is a few B-tree probes, never a scan:
+-- path globs by one literal key (basename b:, extension e:, directory prefix p:, or * for
+-- a glob with no literal part) and by their literal leading directory; symbols by token
+CREATE TABLE cues (
+    id        INTEGER PRIMARY KEY,
+    item_id   INTEGER NOT NULL,
+    trigger   TEXT NOT NULL,           -- path | symbol | event | semantic
+    key       TEXT NOT NULL,
+    prefix    TEXT,                    -- path: the glob's literal leading directory
+    pattern   TEXT NOT NULL,           -- as written in the frontmatter
+    compiled  TEXT                     -- path: anchored regex; symbol: regex when not a bare token
+);
+CREATE INDEX cues_by_key ON cues(trigger, key);
+CREATE INDEX cues_by_prefix ON cues(trigger, prefix) WHERE prefix IS NOT NULL;
+CREATE INDEX cues_by_item ON cues(item_id);
+
+-- delivery epochs: PreCompact (and a clear/compact SessionStart) starts a new one, re-arming
+-- every cue of the session
+CREATE TABLE cue_sessions (
+    session_id TEXT PRIMARY KEY,
+    epoch      INTEGER NOT NULL DEFAULT 0,
+    pending    INTEGER NOT NULL DEFAULT 0,  -- a PreCompact started this epoch; its SessionStart has not run
+    updated_ns INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE cue_deliveries (
+    session_id TEXT NOT NULL,
+    item_id    INTEGER NOT NULL,
+    epoch      INTEGER NOT NULL,
+    trigger    TEXT NOT NULL,
+    ts_ns      INTEGER NOT NULL,
+    PRIMARY KEY (session_id, item_id, epoch)
+) WITHOUT ROWID;
+CREATE INDEX cue_deliveries_by_ts ON cue_deliveries(ts_ns);
+
+-- a row per evaluation: fired, or skipped with a reason
+CREATE TABLE cue_audit (
+    id         INTEGER PRIMARY KEY,
+    ts_ns      INTEGER NOT NULL,
+    session_id TEXT,
+    trace_id   TEXT,                   -- the hook invocation (heartbeats.trace_id)
+    event      TEXT NOT NULL,          -- session-start | prompt | pre-tool | post-tool | stop
+    trigger    TEXT NOT NULL,          -- path | symbol | pinned | event | semantic
+    item_id    INTEGER,
+    outcome    TEXT NOT NULL,          -- fired | skipped
+    reason     TEXT,                   -- no_match | deduped | expired | over_budget | ablation | inactive
+    epoch      INTEGER,
+    detail     TEXT                    -- what was touched, the source of a session start
+);
+CREATE INDEX cue_audit_by_ts ON cue_audit(ts_ns);
+CREATE INDEX cue_audit_by_session ON cue_audit(session_id, ts_ns);
+CREATE INDEX cue_audit_by_trace ON cue_audit(trace_id);
+
+-- what compaction costs: files read per session and epoch (PostToolUse Read)
+CREATE TABLE file_reads (
+    session_id   TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    epoch        INTEGER NOT NULL,
+    bytes        INTEGER NOT NULL,
+    content_hash TEXT,
+    reread       INTEGER NOT NULL DEFAULT 0,  -- read before a compaction boundary of this session
+    same_content INTEGER NOT NULL DEFAULT 0,  -- ... and the content had not changed since
+    ts_ns        INTEGER NOT NULL,
+    PRIMARY KEY (session_id, path, epoch)
+) WITHOUT ROWID;
+CREATE INDEX file_reads_by_ts ON file_reads(ts_ns);
+
+-- when cue evaluation began in this store: tool calls before it were never evaluated
+INSERT OR REPLACE INTO meta(key, value)
+VALUES ('cues.since_ns', CAST(CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER) AS TEXT));
+"""),
+    (4, "rollup exemplars: the latest trace id per histogram bucket", """
 -- one row per histogram bucket rollup (metric is name_bucket, labels as in rollups, with
 -- "le"): the latest observation's trace id, value and time, served as the OpenMetrics
 -- exemplar of that bucket. Written in the transaction that writes the observation.

@@ -396,3 +396,71 @@ def telemetry_pipeline(ev) -> CheckResult:
                    "check the OTLP collector the exporter points at, then run `memhealth export --once` "
                    "(a running memhealth serve also ships the backlog on its own)")
     return green(f"{backlog} span(s) queued for the exporter ({how}), oldest {ago(age_s)} old; {bounds}")
+
+
+# -- cue-anchored delivery ---------------------------------------------------------------------
+
+CUE_WINDOW_S = 86400.0       # tool calls looked at for "cues stopped being evaluated"
+CUE_MISSING_MIN = 3          # a blip (one crashed evaluation) is not a RED
+CUE_MISSING_SHARE = 0.10
+
+
+def cue_delivery(ev) -> CheckResult:
+    """RED when the latest compaction's SessionStart delivered fewer pinned items than
+    existed, or when tool hooks complete but their cues were not evaluated (no audit row)."""
+    if not ev.has_table("cue_audit"):
+        return note("cue tables missing (store older than this memhealth)", fix="memhealth ingest")
+    conn = ev.conn
+    reds: list[tuple[str, str]] = []
+    details: list[str] = []
+    acked = ev.acked_ns("cue_delivery")  # both findings are about past events
+    last = conn.execute(
+        "SELECT trace_id, ts_ns, session_id FROM cue_audit WHERE event = 'session-start' AND trigger = 'pinned' "
+        "AND detail = 'pinned at compact' AND ts_ns > ? ORDER BY id DESC LIMIT 1", (acked,)).fetchone()
+    if last is not None:
+        trace_id, ts_ns, session = last
+        counts = dict(conn.execute(
+            "SELECT coalesce(reason, outcome), count(*) FROM cue_audit WHERE trace_id = ? AND trigger = 'pinned' "
+            "GROUP BY 1", (trace_id,)).fetchall())
+        existed = conn.execute(
+            "SELECT count(*) FROM memory_items WHERE pinned = 1 AND updated_ns <= ? "
+            "AND (expires_ns IS NULL OR expires_ns > ?)", (ts_ns, ts_ns)).fetchone()[0]
+        changed = conn.execute("SELECT count(*) FROM memory_items WHERE updated_ns > ?", (ts_ns,)).fetchone()[0]
+        delivered = counts.get("fired", 0)
+        when = ago((ev.now_ns - ts_ns) / 1e9)
+        if counts.get("ablation"):
+            details.append(f"last compaction {when} ago: ablation ([injection].mode = off), "
+                           f"{counts['ablation']} pinned item(s) would have been delivered")
+        elif delivered < existed and not changed:
+            skipped = ", ".join(f"{n} {r}" for r, n in sorted(counts.items()) if r not in ("fired", "no_match"))
+            reds.append((f"the last compaction's SessionStart ({when} ago, session {(session or '-')[:12]}) "
+                         f"delivered {delivered} of {existed} pinned items" + (f" ({skipped})" if skipped else ""),
+                         "shorten or unpin pinned items so they fit the session-start budget (`memhealth cues` "
+                         "lists them; set `pinned: false` in a file, then `memhealth ingest memory`; or "
+                         "`memhealth forget ID`); to accept what that compaction dropped: "
+                         "`memhealth gate --ack cue_delivery`"))
+        else:
+            details.append(f"last compaction {when} ago: {delivered}/{existed} pinned items delivered")
+    since = ev.meta("cues.since_ns")
+    try:
+        since_ns = int(since) if since else 0
+    except ValueError:
+        since_ns = 0
+    cutoff = max(ev.now_ns - int(CUE_WINDOW_S * 1e9), since_ns, acked + 1)
+    total, missing = conn.execute(
+        "SELECT count(*), coalesce(sum(NOT EXISTS (SELECT 1 FROM cue_audit a WHERE a.trace_id = h.trace_id)), 0) "
+        "FROM heartbeats h WHERE h.hook = 'pre-tool' AND h.started_ns >= ? AND h.outcome = 'ok'",
+        (cutoff,)).fetchone()
+    if missing >= CUE_MISSING_MIN and missing > CUE_MISSING_SHARE * total:
+        reds.append((f"cues stopped being evaluated: {missing} of {total} tool calls in the last "
+                     f"{ago(CUE_WINDOW_S)} left no cue audit row",
+                     "`memhealth cues audit` shows the last evaluation; the hook's stderr (and its "
+                     "heartbeat detail in `memhealth report`) says why; once tool calls are evaluated "
+                     "again: `memhealth gate --ack cue_delivery`"))
+    elif total:
+        details.append(f"cues evaluated on {total - missing}/{total} tool calls in the last {ago(CUE_WINDOW_S)}")
+    if reds:
+        return red("; ".join(d for d, _ in reds), reds[0][1])
+    pinned = conn.execute("SELECT count(*) FROM memory_items WHERE pinned = 1").fetchone()[0]
+    n_cues = conn.execute("SELECT count(*) FROM cues").fetchone()[0]
+    return green("; ".join(details + [f"{pinned} pinned item(s), {n_cues} cue(s)"]))

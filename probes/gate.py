@@ -39,6 +39,7 @@ CHECKS = (
     ("lineage_freshness", checks.lineage_freshness),
     ("index_integrity", checks.index_integrity),
     ("memory_files", checks.memory_files),
+    ("cue_delivery", checks.cue_delivery),
     ("render_novelty", novelty.render_novelty),
     ("embedding_path", _embedding_path),
     ("integrations", checks.integrations),
@@ -57,7 +58,7 @@ AUDIENCE = {
 }
 # Checks whose REDs can be about a past event (a hook that did not fire, a webhook delivery
 # that failed): `memhealth gate --ack CHECK` acknowledges what happened up to now.
-ACKABLE = ("hook_heartbeats", "integrations")
+ACKABLE = ("hook_heartbeats", "integrations", "cue_delivery")
 
 
 class Verdict:

@@ -26,6 +26,9 @@ OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.capture.KINDS
 TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
 CAPTURE_QUEUES = ("triage", "work")
+# Cue-anchored delivery (memory_core.cues): what fired each evaluation, and why not.
+CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
+CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -107,6 +110,19 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_capture_queue_depth", "gauge", "1",
            "Capture queues: candidates pending triage (triage) and session boundaries not "
            "captured yet (work).", ("queue",)),
+    Metric("memhealth_cue_evaluations_total", "counter", "1",
+           "Cue evaluations by trigger and outcome (fired, or the reason it was skipped); every "
+           "tool call, prompt and session start writes at least one.", ("trigger", "outcome"),
+           label_values={"trigger": CUE_TRIGGERS, "outcome": CUE_OUTCOMES}),
+    Metric("memhealth_cue_deliveries_total", "counter", "1",
+           "Memory items delivered into Claude's context by a cue, by trigger.", ("trigger",),
+           label_values={"trigger": CUE_TRIGGERS}),
+    Metric("memhealth_compaction_rereads_total", "counter", "1",
+           "Files read again after a compaction boundary of the same session (same_content: the "
+           "file had not changed since the read before the boundary).", ("same_content",),
+           label_values={"same_content": ("true", "false")}),
+    Metric("memhealth_compaction_reread_bytes_total", "counter", "By",
+           "Bytes of file content read again after a compaction boundary (what compaction cost)."),
     # The telemetry pipeline itself (telemetry.export, telemetry.serve).
     Metric("memhealth_outbox_backlog_spans", "gauge", "1",
            "Spans recorded in the outbox and not yet exported over OTLP."),

@@ -65,6 +65,7 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
         "degradations": _degradations(conn, since),
         "alerts": _alerts(conn, since),
         "telemetry": _telemetry(conn),
+        "cues": _cues(conn, since),
     }
 
 
@@ -138,6 +139,39 @@ def _injection(conn, since: int) -> dict:
         "retrieval_ms": {"n": len(latencies), "median": _pct(latencies, 50), "p90": _pct(latencies, 90)},
         "per_day": [per_day[d] for d in sorted(per_day)],
     }
+
+
+def _cues(conn, since: int) -> dict:
+    """Cue evaluations by outcome, deliveries, and what compaction cost: per session, files
+    read again after a compaction boundary and the bytes re-read (PostToolUse Read)."""
+    if not _has_table(conn, "cue_audit"):
+        return {"evaluations": 0, "outcomes": {}, "rereads": {"files": 0, "same_content": 0, "bytes": 0},
+                "sessions": []}
+    outcomes = dict(conn.execute(
+        "SELECT coalesce(reason, outcome), count(*) FROM cue_audit WHERE ts_ns >= ? GROUP BY 1 ORDER BY 1",
+        (since,)).fetchall())
+    sessions = [{"session_id": sid, "compactions": epochs, "rereads": n, "same_content": same, "bytes": b}
+                for sid, epochs, n, same, b in conn.execute(
+                    "SELECT session_id, max(epoch), sum(reread), sum(same_content), sum(CASE WHEN reread THEN bytes "
+                    "ELSE 0 END) FROM file_reads WHERE ts_ns >= ? GROUP BY session_id HAVING sum(reread) > 0 "
+                    "ORDER BY 5 DESC LIMIT 20", (since,))]
+    files, same, size = conn.execute(
+        "SELECT count(*), coalesce(sum(same_content), 0), coalesce(sum(bytes), 0) FROM file_reads "
+        "WHERE ts_ns >= ? AND reread = 1", (since,)).fetchone()
+    history = {"transcripts": 0, "files": 0, "bytes": 0, "same_content": 0}
+    for (state,) in conn.execute("SELECT state FROM watermarks WHERE source = 'transcript' AND path != '*' "
+                                 "AND state LIKE '%\"rereads\"%'"):
+        try:
+            cost = json.loads(state).get("rereads") or {}
+        except (ValueError, AttributeError):
+            continue
+        history["transcripts"] += 1
+        history["files"] += int(cost.get("files", 0))
+        history["bytes"] += int(cost.get("bytes", 0))
+        history["same_content"] += int(cost.get("same", 0))
+    return {"evaluations": sum(outcomes.values()), "outcomes": outcomes,
+            "rereads": {"files": files, "same_content": same, "bytes": size}, "sessions": sessions,
+            "transcripts": history}
 
 
 def _gate(conn, since: int) -> dict:
@@ -256,6 +290,20 @@ def render_text(data: dict) -> str:
             + ("-" if lat["median"] is None else f"{lat['median']:.1f} ms")
             + " p90=" + ("-" if lat["p90"] is None else f"{lat['p90']:.1f} ms")]
     out += _table(["cascade outcome", "count"], [[k, v] for k, v in inj["outcomes"].items()])
+    cue = data["cues"]
+    rr = cue["rereads"]
+    out += ["", "Cue-anchored delivery",
+            f"  evaluations {cue['evaluations']}: "
+            + (", ".join(f"{k} {v}" for k, v in cue["outcomes"].items()) or "none"),
+            f"  compaction cost: {rr['files']} file(s) read again after a compaction boundary, "
+            f"{rr['bytes']:,} bytes re-read ({rr['same_content']} unchanged since the read before it)"]
+    th = cue.get("transcripts") or {}
+    if th.get("transcripts"):
+        out.append(f"  from ingested transcripts: {th['files']} file(s) re-read after a compaction, "
+                   f"{th['bytes']:,} bytes ({th['same_content']} unchanged) in {th['transcripts']} transcript(s)")
+    out += _table(["session", "boundaries", "re-reads", "unchanged", "bytes"],
+                  [[(r["session_id"] or "-")[:16], r["compactions"], r["rereads"], r["same_content"], r["bytes"]]
+                   for r in cue["sessions"]])
     out += ["", "Gate verdicts per day"]
     out += _table(["day", "green", "red"], [[r["day"], r["green"], r["red"]] for r in data["gate"]["per_day"]])
     out += ["", "Recent gate runs"]

@@ -104,6 +104,9 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("memory_files", "warning", "30m", "memory",
               "MEMORY.md outgrew what is read at every resume, or its LATEST resume anchor is "
               "broken or stale while sessions ran"),
+    GateCheck("cue_delivery", "warning", "15m", "memory",
+              "the last compaction's SessionStart delivered fewer pinned items than existed, or "
+              "tool hooks completed without evaluating their cues"),
     GateCheck("render_novelty", "warning", "30m", "memory",
               "the same session-start render reached several sessions while its inputs changed"),
     GateCheck("embedding_path", "warning", "15m", "embedding",

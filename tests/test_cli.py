@@ -138,6 +138,7 @@ HOOK_PATH_MODULES = {
     # the start journal (a started line before stdin or a lock can block) and the spill it
     # writes through: stdlib only, on every hook on purpose (issue 9)
     "memory_core.journal", "memory_core.spill",
+    "memory_core.cues",  # prompt cues (symbols, on: prompt): indexed lookups, stdlib re/os only
     "telemetry", "telemetry.catalog",
 }
 

@@ -26,7 +26,16 @@ def test_the_demo_drives_a_session_through_the_real_hooks_and_reports(tmp_path):
     # silence by default: only prompts that share rare words with memory inject
     assert outcomes == ["no_intent", "injected", "system_turn", "injected", "capped", "below_relevance"]
     hooks = dict(db.execute("SELECT hook, count(*) FROM heartbeats WHERE outcome = 'ok' GROUP BY hook"))
-    assert hooks["session-start"] == 2 and hooks["session-end"] == 1 and hooks["pre-tool"] == 1
+    assert hooks["session-start"] == 2 and hooks["session-end"] == 1 and hooks["pre-tool"] == 2
+    # cues: the gotcha on the first touch of its file, again on the first touch after the
+    # compaction; the pinned decision at the start and again after the compaction
+    fired = db.execute("SELECT a.event, a.trigger, m.name, a.epoch FROM cue_audit a JOIN memory_items m "
+                       "ON m.id = a.item_id WHERE a.outcome = 'fired' ORDER BY a.id").fetchall()
+    assert [(e, t, n) for e, t, n, _ in fired] == [
+        ("session-start", "pinned", "single writer queue"), ("pre-tool", "path", "sequence numbers have gaps"),
+        ("session-start", "pinned", "single writer queue"), ("pre-tool", "path", "sequence numbers have gaps")]
+    assert fired[1][3] < fired[3][3]  # a new epoch after the compaction
+    assert "first touch by Read of src/compactor.py" in out and "sequence numbers have gaps" in out
     assert db.execute("SELECT count(*) FROM heartbeats WHERE outcome != 'ok'").fetchone() == (0,)
     # session end brought the session's own transcript into memory
     assert db.execute("SELECT count(*) FROM chunks WHERE source = 'transcript' AND path LIKE '%demo-%'").fetchone()[0] > 0

@@ -479,6 +479,64 @@ def configured_exporter_that_never_shipped(root):
         rx.down()
 
 
+# -- cue_delivery ----------------------------------------------------------------------------
+
+def _pinned(root, n: int) -> None:
+    memory = root / ".memhealth" / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (memory / f"fact{i:02d}.md").write_text(f"---\nname: fact-{i:02d}\npinned: true\n---\n" + "word " * 130 + "\n")
+
+
+def _compaction(root, sid: str) -> str:
+    assert run_hook("pre-compact", payload("PreCompact", root, session_id=sid, trigger="auto"),
+                    str(root)).returncode == 0
+    run = run_hook("session-start", payload("SessionStart", root, session_id=sid, source="compact"), str(root))
+    assert run.returncode == 0
+    return run.context()
+
+
+@scenario("cue_delivery")
+def compaction_that_dropped_pinned_items(root):
+    _pinned(root, 12)
+    _ingest(root)
+    _compaction(root, "s1")
+    red = _red(root, "cue_delivery")
+    assert "delivered" in red["detail"] and "of 13 pinned items" in red["detail"]  # 12 + the invariants template init writes and "over_budget" in red["detail"]
+    assert commands_in(red["fix"]) == ["memhealth cues", "memhealth ingest memory", "memhealth forget ID",
+                                       "memhealth gate --ack cue_delivery"]
+    assert "fact-00" in run_fix(root, "memhealth cues").stdout
+    for i in range(8):  # the file edit the fix names: unpin most of them
+        path = root / ".memhealth" / "memory" / f"fact{i:02d}.md"
+        path.write_text(path.read_text().replace("pinned: true", "pinned: false"))
+    run_fix(root, "memhealth ingest memory")
+    _not_red(root, "cue_delivery")
+    text = _compaction(root, "s1")
+    assert all(f"fact-{i:02d}" in text for i in range(8, 12))
+    assert check(root, "cue_delivery")["status"] == "green"
+
+
+@scenario("cue_delivery")
+def tool_calls_left_without_a_cue_evaluation(root):
+    _ingest(root)
+    for _ in range(5):
+        run = run_hook("pre-tool", payload("PreToolUse", root, session_id="s1", tool_name="Read",
+                                           tool_input={"file_path": str(root / "README.md")}), str(root))
+        assert run.returncode == 0
+    conn = open_store(root)
+    with write(conn):  # what a hook that stopped evaluating leaves: ok heartbeats, no audit rows
+        conn.execute("DELETE FROM cue_audit WHERE event = 'pre-tool'")
+    conn.close()
+    red = _red(root, "cue_delivery")
+    assert "cues stopped being evaluated: 5 of 5 tool calls" in red["detail"]
+    assert commands_in(red["fix"]) == ["memhealth cues audit", "memhealth report", "memhealth gate --ack cue_delivery"]
+    run_fix(root, "memhealth gate --ack cue_delivery")
+    assert check(root, "cue_delivery")["status"] == "green"
+    assert run_hook("pre-tool", payload("PreToolUse", root, session_id="s1", tool_name="Read",
+                                        tool_input={"file_path": str(root / "README.md")}), str(root)).returncode == 0
+    assert check(root, "cue_delivery")["status"] == "green"  # evaluated again: nothing new to report
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 ALL = [fn for fns in SCENARIOS.values() for fn in fns]

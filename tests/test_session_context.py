@@ -14,6 +14,7 @@ import pytest
 
 from memory_core.db import connect, write
 from memory_core.render import session_render
+from probes.gate import CHECKS
 from tests.conftest import REPO, clean_env, payload, run_cli, run_hook
 from tests.gate_fix_helpers import check, set_config
 from tests.ollama_standin import OllamaStandin, closed_url
@@ -54,6 +55,27 @@ def _render(root) -> str:
         conn.close()
 
 
+N = len(CHECKS)
+
+
+def _memory(context: str, root) -> str:
+    """The context after the verdict line, checked to be the pinned block (every pinned item,
+    each with its provenance; issue 11) followed by the render."""
+    rest = context.split("\n", 1)[1]
+    conn = connect(str(root / ".memhealth" / "memory.db"))
+    try:
+        pinned = [name for (name,) in conn.execute("SELECT name FROM memory_items WHERE pinned = 1")]
+    finally:
+        conn.close()
+    if pinned:
+        head, *items = rest.split("\n")[:1 + len(pinned)]
+        assert head.startswith(f"memhealth memory, pinned at session start (startup): {len(pinned)} items")
+        assert sorted(item.split("] ", 1)[1].split(" (", 1)[0] for item in items) == sorted(pinned)
+        assert all("verify before building on it" in item for item in items)
+        rest = rest.split("\n", 1 + len(pinned))[-1]
+    return rest
+
+
 # -- Claude's context is for Claude ----------------------------------------------------------
 
 def _forget_notes_shown(root) -> None:
@@ -70,7 +92,8 @@ def test_a_healthy_projects_context_is_exactly_the_verdict_line_and_memory(demo)
     _forget_notes_shown(demo)
     out = _start(demo, "healthy-1")
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert context == "MEMORY-HEALTH: 11/11 GREEN\n" + _render(demo)
+    assert context.splitlines()[0] == f"MEMORY-HEALTH: {N}/{N} GREEN"
+    assert _memory(context, demo) == _render(demo)
     # the operator's notes went to the person instead
     notice = out["systemMessage"]
     assert "Claude does not see this" in notice and "NOTE integrations:" in notice
@@ -112,7 +135,7 @@ def test_the_outbox_count_never_reaches_claude_even_when_the_exporter_fails(demo
     conn.close()
     out = _start(demo, "exporter-down", env=env)
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert context.splitlines()[0] == "MEMORY-HEALTH: 10/11 GREEN (1 RED)"
+    assert context.splitlines()[0] == f"MEMORY-HEALTH: {N - 1}/{N} GREEN (1 RED)"
     assert "RED telemetry_pipeline: not on the memory path" in context
     assert "span" not in context and "outbox" not in context and "export" not in context
     assert re.search(r"RED telemetry_pipeline: exporter behind .* \d+ span\(s\) in the outbox",
@@ -135,9 +158,9 @@ def test_a_session_on_a_real_ish_project_has_no_red_and_no_operator_notes_in_con
     assert run_cli("ingest", "--project", str(root)).returncode == 0
     out = _start(root, "real-1")
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert context.splitlines()[0] == "MEMORY-HEALTH: 11/11 GREEN"
+    assert context.splitlines()[0] == f"MEMORY-HEALTH: {N}/{N} GREEN"
     assert "RED" not in context and "NOTE" not in context
-    assert context == "MEMORY-HEALTH: 11/11 GREEN\n" + _render(root)
+    assert _memory(context, root) == _render(root)
     assert "NOTE vector_coverage: embeddings not configured" in out["systemMessage"]
 
 

@@ -115,4 +115,24 @@ def parse_memory(text: str, rel: str) -> list[Piece]:
 def ingest_memory(run: Run, report: SourceReport) -> None:
     """Sync the memory source; raises BudgetExhausted when the run's deadline passes."""
     files, complete = discover(run, run.root, list(run.cfg["ingest"]["memory"]), SUFFIXES)
-    sync_files(run, "memory", files, complete, parse_memory, SIGNAL_WEIGHTS["memory"], report)
+    try:
+        sync_files(run, "memory", files, complete, parse_memory, SIGNAL_WEIGHTS["memory"], report)
+    finally:  # what synced before a budget stop still gets its cues
+        compile_cues(run, report)
+
+
+def compile_cues(run: Run, report: SourceReport) -> None:
+    """Compile changed memory files into items and indexed cues (memory_core.cuespec); a
+    malformed frontmatter key is an ingest_log error naming the file and the key."""
+    from memory_core.cuespec import compile_items, embed_semantic
+    from memory_core.ingest.filesource import record_failure
+
+    def log(rel: str, key: str, message: str) -> None:
+        record_failure(run, "memory", rel, "frontmatter", f"{rel}: {message}", report)
+
+    counts = compile_items(run.conn, run.root, run.now_ns, log=log)
+    if counts["compiled"] or counts["removed"]:
+        report.notes.append(f"cues: {counts['compiled']} item(s) compiled, {counts['removed']} removed")
+    embedded, why_not = embed_semantic(run.conn, run.cfg)
+    if embedded or why_not:
+        report.notes.append(f"semantic cues: {embedded} embedded" + (f"; not embedded: {why_not}" if why_not else ""))

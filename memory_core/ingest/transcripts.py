@@ -37,6 +37,7 @@ Code is known to derive from the project path. Real directories keep the path's 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -102,6 +103,7 @@ def parse_transcript_lines(lines: list[bytes], first: int, rel: str,
             malformed += 1
             continue
         kind = rec["type"]
+        track_reads(rec, kind, state)
         if kind not in ("user", "assistant"):
             continue
         message = rec.get("message")
@@ -145,6 +147,60 @@ def parse_transcript_lines(lines: list[bytes], first: int, rel: str,
     if compaction_agents:
         state["compaction_agents"] = sorted(compaction_agents)
     return pieces, malformed, filtered
+
+
+MAX_TRACKED = 5000  # files and pending Read calls remembered per transcript
+
+
+def track_reads(rec: dict, kind: str, state: dict) -> None:
+    """What compaction cost, read from the transcript (the hooks count it live, in file_reads):
+    a Read whose file was read before a compaction boundary of this transcript is a re-read.
+    Kept in the file's watermark state as `rereads` = {files, bytes, same}; the main thread
+    only (a subagent's reads are its own context)."""
+    if rec.get("isSidechain") is True:
+        return
+    if kind == "system" and rec.get("subtype") == "compact_boundary":
+        state["epoch"] = int(state.get("epoch", 0)) + 1
+        state["boundary_open"] = True
+        return
+    if kind == "user" and rec.get("isCompactSummary"):
+        if not state.pop("boundary_open", False):  # an older transcript: the summary is the boundary
+            state["epoch"] = int(state.get("epoch", 0)) + 1
+        return
+    message = rec.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return
+    pending = state.setdefault("pending_reads", {})
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if kind == "assistant" and block.get("type") == "tool_use" and block.get("name") == "Read":
+            path = (block.get("input") or {}).get("file_path") if isinstance(block.get("input"), dict) else None
+            if isinstance(path, str) and isinstance(block.get("id"), str) and len(pending) < MAX_TRACKED:
+                pending[block["id"]] = path
+        elif kind == "user" and block.get("type") == "tool_result" and block.get("tool_use_id") in pending:
+            path = pending.pop(block["tool_use_id"])
+            if block.get("is_error") is True:
+                continue
+            body = block.get("content")
+            if isinstance(body, list):
+                body = "\n".join(b.get("text", "") for b in body if isinstance(b, dict)
+                                 and isinstance(b.get("text"), str))
+            if not isinstance(body, str):
+                continue
+            data = body.encode("utf-8", "replace")
+            digest = hashlib.blake2b(data, digest_size=8).hexdigest()
+            epoch = int(state.get("epoch", 0))
+            seen = state.setdefault("seen_reads", {})
+            before = seen.get(path)
+            if before is not None and before[0] < epoch:
+                cost = state.setdefault("rereads", {"files": 0, "bytes": 0, "same": 0})
+                cost["files"] += 1
+                cost["bytes"] += len(data)
+                cost["same"] += int(before[1] == digest)
+            if path in seen or len(seen) < MAX_TRACKED:
+                seen[path] = [epoch, digest]
 
 
 def _pieces(text: str, number: int, kind: str, rec: dict) -> list[Piece]:

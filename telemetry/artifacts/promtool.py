@@ -117,6 +117,9 @@ GATE_CASES = {
     "memory_files": ("warning", "memory", 30,
                      "MEMORY.md outgrew what is read at every resume, or its LATEST resume "
                      "anchor is broken or stale while sessions ran"),
+    "cue_delivery": ("warning", "memory", 15,
+                     "the last compaction's SessionStart delivered fewer pinned items than "
+                     "existed, or tool hooks completed without evaluating their cues"),
     "render_novelty": ("warning", "memory", 30,
                        "the same session-start render reached several sessions while its "
                        "inputs changed"),

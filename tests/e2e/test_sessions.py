@@ -107,7 +107,7 @@ def test_compact_on_resume_then_a_prompt_gets_the_pinned_facts_again(e2e):
     first = e2e.run(first_prompt)
     sid = first.session_id
     startup = session_start_block(request_with(e2e.model.agent_requests(), first_prompt))
-    pinned = _section(startup, "Pinned (invariants):")
+    pinned = _pinned(startup)
     assert pinned and all(any(fact in line for line in pinned) for fact in PINNED), startup
 
     e2e.run("/compact", resume=sid)
@@ -120,20 +120,24 @@ def test_compact_on_resume_then_a_prompt_gets_the_pinned_facts_again(e2e):
     assert position(body, first_prompt) < 0
     block = session_start_block(body)
     assert "Re-delivered after compaction" in block, block
-    assert _section(block, "Pinned (invariants):") == pinned, block
+    assert _pinned(block) == pinned, block
     sources = [p["source"] for p in e2e.project.payloads() if p.get("hook_event_name") == "SessionStart"]
     assert sources == ["startup", "resume", "compact", "resume"], sources
     e2e.assert_every_event_heartbeated()
 
 
-def _section(block: str, heading: str) -> list[str]:
-    """The `- ` item lines under a render heading."""
+def _pinned(block: str) -> list[str]:
+    """The pinned items the cue block delivered (memory_core.cues: `- [kind] name (...)` lines
+    under its `memhealth memory, pinned at session start` or `... re-delivered after
+    compaction` line)."""
     lines = block.splitlines()
-    if heading not in lines:
+    start = next((i for i, line in enumerate(lines) if line.startswith(
+        ("memhealth memory, pinned at session start", "memhealth memory, re-delivered after compaction"))), None)
+    if start is None:
         return []
     out = []
-    for line in lines[lines.index(heading) + 1:]:
-        if not line.startswith("- "):
+    for line in lines[start + 1:]:
+        if not line.startswith("- ["):
             break
         out.append(line)
     return out

@@ -1,0 +1,74 @@
+"""`memhealth cues`: the compiled cues with their state, and the audit of every evaluation."""
+
+from __future__ import annotations
+
+import time
+
+from memhealth.cliutil import add_json_option, add_parser, add_project_option, positive_int
+
+
+def register(sub):
+    p = add_parser(
+        sub, "cues", help="list memory cues and their state, or the audit of evaluations",
+        description="List every memory item that can fire (pinned, or with path, symbol, event or "
+                    "semantic triggers) and each cue's state: active, expired, inactive (and why), "
+                    "or stale (no file matches its paths any more). `memhealth cues audit` lists the "
+                    "newest evaluations: fired, or skipped with a reason (no_match, deduped, expired, "
+                    "over_budget, ablation, inactive).")
+    p.add_argument("action", nargs="?", choices=("list", "audit"), default="list",
+                   help="list (default) or audit")
+    p.add_argument("--session", default=None, metavar="ID", help="audit: only this session")
+    p.add_argument("--limit", type=positive_int, default=100, metavar="N",
+                   help="audit: newest N rows (default: 100)")
+    add_json_option(p, "the cues (or the audit rows)")
+    add_project_option(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def _day(ns) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ns / 1e9)) if ns else "-"
+
+
+def run(args) -> int:
+    import json
+
+    from memhealth.cliutil import open_project
+    from memory_core.cuespec import audit_rows, list_cues
+
+    with open_project(args) as ctx:
+        if args.action == "audit":
+            rows = audit_rows(ctx.conn, args.session, args.limit)
+        else:
+            items = list_cues(ctx.conn, ctx.project.root, ctx.cfg)
+    if args.action == "audit":
+        if args.json:
+            print(json.dumps(rows, ensure_ascii=False))
+            return 0
+        if not rows:
+            print("no cue evaluations recorded" + (f" for session {args.session}" if args.session else ""))
+            return 0
+        for r in rows:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["ts_ns"] / 1e9))
+            what = f"#{r['item_id']} {r['item'] or ''}".strip() if r["item_id"] else "-"
+            outcome = r["outcome"] if r["outcome"] == "fired" else f"skipped: {r['reason']}"
+            print(f"{when}  {(r['session_id'] or '-')[:12]:<12} e{r['epoch'] or 0} {r['event']:<13} "
+                  f"{r['trigger']:<8} {what:<32} {outcome:<20} {r['detail'] or ''}".rstrip())
+        return 0
+    if args.json:
+        print(json.dumps(items, ensure_ascii=False))
+        return 0
+    if not items:
+        print("no cues: write one with `memhealth remember TEXT --path GLOB` or a memory file's "
+              "frontmatter (paths:, symbols:, on:, pinned:)")
+        return 0
+    for item in items:
+        flags = [item["kind"]] + (["pinned"] if item["pinned"] else []) + \
+            ([f"expires {_day(item['expires_ns'] - 1)}"] if item["expires_ns"] else [])
+        print(f"#{item['id']} {item['name']} ({', '.join(flags)}) {item['path']}:{item['line']}, "
+              f"recorded {_day(item['recorded_ns'])}, fired {item['fired']}x")
+        for cue in item["cues"]:
+            print(f"    {cue['trigger']:<8} {cue['pattern']:<40} {cue['state']}")
+        for _key, message in item["errors"]:
+            print(f"    error    {message}")
+    return 0

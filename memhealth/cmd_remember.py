@@ -1,0 +1,83 @@
+"""`memhealth remember`: write a memory file with its cues and make it effective at once."""
+
+from __future__ import annotations
+
+from memhealth.cliutil import add_json_option, add_parser, add_project_option
+
+
+def register(sub):
+    p = add_parser(
+        sub, "remember", help="record a memory that fires on a file, symbol or event",
+        description="Write TEXT as a memory file (frontmatter + text) into .memhealth/memory/ and "
+                    "compile its cues into the store at once: the next hook that touches a --path "
+                    "glob, names a --symbol or sees an --on event delivers it, once per session and "
+                    "again after each compaction. --pinned items come back at every session start.")
+    p.add_argument("text", metavar="TEXT", help="what to remember (the memory's body)")
+    p.add_argument("--kind", default=None, metavar="K",
+                   help="gotcha, invariant, decision, dead_end, correction, feedback, reference, ... "
+                        "(default: gotcha with a --path or --symbol, else note)")
+    p.add_argument("--name", default=None, metavar="N", help="a short name (default: from the text)")
+    p.add_argument("--path", action="append", default=[], metavar="GLOB",
+                   help="fire on the first touch of a file matching this project-relative glob "
+                        "(** spans directories); repeatable")
+    p.add_argument("--symbol", action="append", default=[], metavar="S",
+                   help="fire when this identifier appears (word boundaries); repeatable")
+    p.add_argument("--on", action="append", default=[], metavar="EVENT",
+                   help="fire on session-start, compact, prompt or stop; repeatable")
+    p.add_argument("--pinned", action="store_true", help="deliver at every session start")
+    p.add_argument("--expires", default=None, metavar="DATE", help="stop firing after this day (YYYY-MM-DD)")
+    add_json_option(p, "the new item")
+    add_project_option(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    import json
+    import os
+
+    from memhealth.cliutil import UsageError, open_project
+    from memhealth.errors import MemhealthError
+    from memory_core.cuespec import SpecError, memory_file_text, slug
+    from memory_core.ingest import run_ingest
+    from memory_core.layout import MEMORY_DIR, STATE_DIR
+    from memory_core.outbox import command_trace
+
+    kind = (args.kind or ("gotcha" if args.path or args.symbol else "note")).strip().lower()
+    name = (args.name or slug(args.text, 40)).strip()
+    try:
+        text = memory_file_text(args.text, kind=kind, name=name, paths=args.path, symbols=args.symbol,
+                                on=args.on, pinned=args.pinned, expires=args.expires)
+    except SpecError as exc:
+        raise UsageError(f"not recorded: {exc}") from None
+    with open_project(args) as ctx:
+        directory = os.path.join(ctx.project.root, STATE_DIR, MEMORY_DIR)
+        os.makedirs(directory, exist_ok=True)
+        base = slug(name)
+        for n in range(1, 10_000):
+            path = os.path.join(directory, f"{base}.md" if n == 1 else f"{base}-{n}.md")
+            try:
+                with open(path, "x", encoding="utf-8") as fh:  # never overwrite another memory
+                    fh.write(text)
+                break
+            except FileExistsError:
+                continue
+        rel = os.path.relpath(path, ctx.project.root).replace(os.sep, "/")
+        with command_trace(ctx.conn, "memhealth remember") as trace:
+            run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=["memory"], trace=trace)
+        row = ctx.conn.execute("SELECT id, name, kind, pinned FROM memory_items WHERE path = ?", (rel,)).fetchone()
+        cues = ctx.conn.execute("SELECT trigger, pattern FROM cues WHERE item_id = ? ORDER BY id",
+                                (row[0],)).fetchall() if row else []
+        in_memory_source = any(os.path.abspath(os.path.join(ctx.project.root, e)) == os.path.abspath(directory)
+                               for e in ctx.cfg["ingest"]["memory"])
+    if row is None:
+        raise MemhealthError(f"wrote {rel} but it was not compiled"
+                             + ("" if in_memory_source else f": {STATE_DIR}/{MEMORY_DIR} is not in [ingest].memory"))
+    item = {"id": row[0], "name": row[1], "kind": row[2], "pinned": bool(row[3]), "path": rel,
+            "cues": [{"trigger": t, "pattern": p} for t, p in cues]}
+    if args.json:
+        print(json.dumps(item, ensure_ascii=False))
+        return 0
+    triggers = ", ".join(f"{t} {p}" for t, p in cues) + (", pinned" if row[3] else "")
+    print(f"remembered #{row[0]} {row[1]} ({row[2]}) in {rel}; fires on: {triggers.strip(', ') or 'nothing (no cue given)'}")
+    return 0
