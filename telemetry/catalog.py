@@ -26,6 +26,8 @@ OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.capture.KINDS
 TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
 CAPTURE_QUEUES = ("triage", "work")
+MCP_TOOLS = ("search", "remember", "cues")  # memhealth.mcp_server: the agent's memory tools
+MCP_OUTCOMES = ("ok", "error")
 # Cue-anchored delivery (memory_core.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
@@ -51,6 +53,25 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"Metric({self.name!r}, {self.type!r})"
+
+    @property
+    def otel_name(self) -> str:
+        """The name in OTLP, the OTel way: dotted (namespace.subsystem.rest), no unit and no
+        `_total` (the unit travels in metadata, monotonicity in the Sum). Prometheus's OTLP
+        translation (dots to underscores, unit suffix, `_total` for monotonic sums) turns
+        it back into `name`, so OTLP-shipped series match the scraped ones."""
+        name = self.name
+        if self.type == "counter" and name.endswith("_total"):
+            name = name[:-len("_total")]
+        suffix = _UNIT_SUFFIXES.get(self.unit)
+        if suffix and name.endswith(suffix) and not (self.unit == "1" and self.type != "gauge"):
+            name = name[:-len(suffix)]
+        return ".".join(name.split("_", 2))
+
+
+# Prometheus's unit suffixes for the catalog's units (UCUM "s", "By"; "1" only for gauges
+# named _ratio): what otel_name strips because the OTLP unit brings it back.
+_UNIT_SUFFIXES = {"s": "_seconds", "By": "_bytes", "1": "_ratio"}
 
 
 METRICS: tuple[Metric, ...] = (
@@ -123,6 +144,13 @@ METRICS: tuple[Metric, ...] = (
            label_values={"same_content": ("true", "false")}),
     Metric("memhealth_compaction_reread_bytes_total", "counter", "By",
            "Bytes of file content read again after a compaction boundary (what compaction cost)."),
+    # The agent's own use of memory (memhealth.mcp_server), beside what the hooks deliver.
+    Metric("memhealth_mcp_calls_total", "counter", "1",
+           "MCP tool calls the agent made (`memhealth mcp`), by tool and outcome.",
+           ("tool", "outcome"), label_values={"tool": MCP_TOOLS, "outcome": MCP_OUTCOMES}),
+    Metric("memhealth_mcp_call_duration_seconds", "histogram", "s",
+           "Wall time of MCP tool calls, by tool.", ("tool",), buckets=HOOK_DURATION_BUCKETS,
+           label_values={"tool": MCP_TOOLS}),
     # The telemetry pipeline itself (telemetry.export, telemetry.serve).
     Metric("memhealth_outbox_backlog_spans", "gauge", "1",
            "Spans recorded in the outbox and not yet exported over OTLP."),

@@ -372,7 +372,9 @@ def metrics_data(families, resource, start_ns: int, now_ns: int):
         # unit "1" only for ratios: the Collector's Prometheus exporter would otherwise
         # append "_ratio" to every dimensionless gauge name
         unit = m.unit if m.unit != "1" or m.name.endswith("_ratio") else ""
-        metrics.append(Metric(name=m.name, description=m.help, unit=unit, data=data))
+        # the OTel name (dotted, unit in metadata); Prometheus's OTLP receiver translates it
+        # back to the scraped name (telemetry.catalog.Metric.otel_name)
+        metrics.append(Metric(name=m.otel_name, description=m.help, unit=unit, data=data))
     scope = InstrumentationScope("memhealth", __version__)
     return MetricsData(resource_metrics=[ResourceMetrics(
         resource=resource, scope_metrics=[ScopeMetrics(scope=scope, metrics=metrics, schema_url="")],
