@@ -41,5 +41,10 @@ def build() -> dict:
         f"/ (sum(increase({dec}{{{INST}}}[$__range])) > 0)", "injected", instant=True)],
         "Silence is the default: most prompts should inject nothing.", unit="percentunit",
         options={"reduceOptions": {"calcs": ["lastNotNull"]}})
+    L.add("Agent memory tool calls (MCP)", "timeseries", [target(
+        f"sum by (tool, outcome) (increase({m('memhealth_mcp_calls_total')}{{{INST}}}"
+        f"[$__rate_interval]))", "{{tool}} {{outcome}}")],
+        "What the agent asked for itself through `memhealth mcp` (search, remember, cues), "
+        "beside what the hooks delivered unasked.", w=24, h=7)
     return dashboard("memhealth-injection", "memhealth / Injection decisions",
                       "The precision-gated injection cascade as a funnel.", L)
