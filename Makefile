@@ -18,14 +18,20 @@ demo: $(STAMP)
 	$(VENV)/bin/memhealth demo
 
 # Debian's prometheus and prometheus-alertmanager give the tests promtool, amtool and real
-# servers. Installed when apt-get is available and we are root; otherwise tests that need
-# them fail in CI (CI=true) and skip elsewhere, saying why.
+# servers; chromium and chromium-driver a real headless browser for the console tests.
+# Installed when apt-get is available and we are root; otherwise tests that need them fail
+# in CI (CI=true) and skip elsewhere, saying why.
 system-deps:
 	@if command -v promtool >/dev/null && command -v amtool >/dev/null; then :; \
 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    prometheus prometheus-alertmanager >/dev/null; \
 	else echo "note: promtool/amtool missing and apt-get unavailable; those tests will skip"; fi
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    chromium chromium-driver >/dev/null; \
+	else echo "note: chromium/chromedriver missing and apt-get unavailable; tests/test_console.py will skip"; fi
 
 # The real Claude Code CLI for tests/e2e (the version pinned in tests/e2e/claude_cli.py),
 # installed once with npm into $$MEMHEALTH_E2E_CACHE (~/.cache/memhealth-e2e). Without npm or

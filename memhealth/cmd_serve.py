@@ -1,5 +1,5 @@
-"""`memhealth serve`: /metrics, /healthz and /alerts on loopback, plus scheduled probes and
-the OTLP exporter (telemetry/serve.py)."""
+"""`memhealth serve`: the console at /, /metrics, /healthz and /alerts on loopback, plus
+scheduled probes and the OTLP exporter (telemetry/serve.py, telemetry/console.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from memhealth.cliutil import add_parser, add_project_option
 
 def register(sub):
     p = add_parser(
-        sub, "serve", help="serve /metrics, /healthz and /alerts; run probes and the OTLP exporter",
-        description="Long-lived telemetry process for one project: GET /metrics (Prometheus, read "
+        sub, "serve", help="serve the console, /metrics, /healthz and /alerts; run probes and the OTLP exporter",
+        description="Long-lived telemetry process for one project: the console at GET / (health, "
+                    "decisions, memory, triage and the alert budget in a browser), GET /metrics (Prometheus, read "
                     "from the store), GET /healthz (serve's own liveness), POST /alerts "
                     "(Alertmanager webhook -> alert budget -> sinks), the gate on a schedule "
                     "(serve.probe_interval_s) and the OTLP exporter (serve.export_interval_s). "

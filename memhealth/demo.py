@@ -113,7 +113,10 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
 
     ingest = subprocess.run(cmd + ["ingest", "--project", root], capture_output=True, text=True, timeout=300)
     summary = (ingest.stdout.strip() or ingest.stderr.strip()).splitlines()
-    out(f"[2/4] ingest{' (with git history)' if has_git else ''}: {summary[-1] if summary else 'no output'}")
+    out(f"[2/4] ingest{' (with git history)' if has_git else ''}: "
+        f"{summary[0].removeprefix('memhealth ingest: ') if summary else 'no output'}")
+    for line in summary[1:]:  # its notes, one a line
+        out(f"      {line.strip()}")
     failures = [] if ingest.returncode == 0 else [f"ingest exited {ingest.returncode}: {ingest.stderr.strip()[-300:]}"]
     out("")
     out("[3/4] a session, through the real hook entry points (one process per hook):")

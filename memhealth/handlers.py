@@ -38,7 +38,7 @@ def session_start(ctx) -> str | None:
     pinned = session_start_cues(ctx)
     # pinned items before the summary: the 10,000-character cap clips the end, never a pinned
     # item; novelty still compares the summary alone (the pinned block is the same by design)
-    memory = f"{pinned}\n{body}" if pinned else body
+    memory = "\n".join(part for part in (pinned, body) if part)
     if ctx.cfg["gate"]["mode"] != "on":
         return memory
     from probes import gate, heartbeats, novelty
@@ -76,7 +76,7 @@ def session_start(ctx) -> str | None:
     except Exception as exc:  # the gate must never cost the session its context
         ctx.problem(getattr(exc, "reason", "gate"), f"{type(exc).__name__}: {exc}")  # db_locked, not "gate"
         head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
-    return "\n".join([*head, memory])
+    return "\n".join(line for line in (*head, memory) if line)
 
 
 def prompt(ctx) -> str | None:

@@ -48,20 +48,22 @@ reports it stale when sessions run and this file does not change.
 
 ## Current arc
 
-(nothing recorded yet)
+<!-- nothing recorded yet: what is being done, what is finished, what is next -->
 """
 
 INVARIANTS = """---
 name: invariants
 description: rules that must hold in this project; re-read at every work boundary
 type: invariant
+pinned: false
 ---
 # Invariants
 
 One invariant per line, each with why it holds and how to check it. Re-read this file at
 every arc boundary: an invariant that is only injected gets skimmed.
 
-(none recorded yet)
+<!-- none recorded yet. Once this file holds a rule, set `pinned: true` above (or delete the
+line): pinned items reach Claude at every session start and again after every compaction. -->
 """
 
 CONSTITUTION = """# Constitution

@@ -147,9 +147,17 @@ def confirm(conn, root: str, cfg, cid: int) -> str:
     now_ns = time.time_ns()
     recorded = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now_ns / 1e9))
     rel = os.path.relpath(os.path.join(records_dir(root), f"{item['kind']}-{cid}-{_slug(item['title'])}.md"), root)
-    _write_file(os.path.join(root, rel), render_record(item, recorded))
-    with write(conn):
-        _decided(conn, item, "confirmed", "confirmed", record_path=rel)
+    path = os.path.join(root, rel)
+    _write_file(path, render_record(item, recorded))
+    try:
+        with write(conn):
+            _decided(conn, item, "confirmed", "confirmed", record_path=rel)
+    except BaseException:  # re-raised: a store that did not record it (locked) leaves no file the next ingest would index
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        raise
     _reindex(conn, root, cfg)
     return rel
 

@@ -10,6 +10,8 @@ Endpoints:
   is bounded: a locked or slow store yields the last good values and
   `memhealth_scrape_errors_total` goes up, never a hang (a scrape that waits past
   scrape_timeout makes a live target read as dead; REFERENCE §7).
+- `GET /`, `/decisions`, `/memory`, `/triage`, `/alerts-budget` and `POST /triage/*`: the
+  console (telemetry/console.py): pages for a person, Host-checked, CSRF-tokened, strict CSP.
 - `GET /healthz`: liveness of serve itself, from memory only; never waits on a probe or
   the database.
 - `POST /alerts`: Alertmanager webhook (v4) → alert budget policy → sinks. Every decision
@@ -34,9 +36,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from memory_core.db import connect
 from memory_core.errors import StoreError
 from telemetry.collector import StoreCollector
+from telemetry.console import POST_ROUTES as CONSOLE_POST
+from telemetry.console import ROUTES as CONSOLE_PAGES
 from telemetry.errors import ListenError, TelemetryError
 
 MAX_ALERT_BODY = 4 * 1024 * 1024
+CONSOLE_GET = CONSOLE_PAGES + CONSOLE_POST  # a GET of an action answers 405: no change on GET
 REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread forever
 
 
@@ -219,6 +224,9 @@ class Serve:
         self._server = None
         self._threads: list[threading.Thread] = []
         self._registry = None
+        from telemetry.console import Console
+
+        self.console = Console(self)  # reads self.host/self.port per request: the bound port
 
     def _sink_path(self, sink_file: str) -> str:
         """The sink inside .memhealth/, or the default when config names a path outside it: a
@@ -490,9 +498,12 @@ def _handler(app: Serve):
         def log_message(self, *args):
             pass
 
-        def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+        def _send(self, code: int, body: bytes, content_type: str = "application/json",
+                  headers: dict | None = None) -> None:
             self.send_response(code)
             self.send_header("Content-Type", content_type)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if self.command != "HEAD":
@@ -501,9 +512,16 @@ def _handler(app: Serve):
         def _json(self, code: int, obj) -> None:
             self._send(code, (json.dumps(obj, default=str) + "\n").encode("utf-8"))
 
+        def _console(self, result: tuple[int, dict, bytes]) -> None:
+            code, headers, body = result
+            headers = dict(headers)
+            self._send(code, body, headers.pop("Content-Type"), headers)
+
         def do_GET(self):
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
+            path, _, query = self.path.partition("?")
+            if path in CONSOLE_GET:
+                self._console(app.console.get(path, query, self.headers))
+            elif path == "/metrics":
                 body, content_type = app.metrics(self.headers.get("Accept"))
                 self._send(200, body, content_type)
             elif path == "/healthz":
@@ -511,8 +529,6 @@ def _handler(app: Serve):
             elif path == "/runbook":
                 code, body = app.runbook()
                 self._send(code, body, "text/html; charset=utf-8" if code == 200 else "text/plain")
-            elif path == "/":
-                self._send(200, b"memhealth serve: /metrics /healthz /runbook POST /alerts\n", "text/plain")
             else:
                 self._json(404, {"error": f"no route {path}"})
 
@@ -520,6 +536,9 @@ def _handler(app: Serve):
 
         def do_POST(self):
             path = self.path.split("?", 1)[0]
+            if path in CONSOLE_POST:
+                self._console_post(path)
+                return
             if path != "/alerts":
                 self._json(404, {"error": f"no route {path}"})
                 return
@@ -535,5 +554,18 @@ def _handler(app: Serve):
             body = self.rfile.read(length)
             code, obj = app.alerts(body)
             self._json(code, obj)
+
+        def _console_post(self, path: str) -> None:
+            from telemetry.console import MAX_FORM_BODY
+
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0 or length > MAX_FORM_BODY:
+                self.close_connection = True  # the unread body must not be parsed as a request
+                self._send(400 if length < 0 else 413, b"bad or oversized form\n", "text/plain")
+                return
+            self._console(app.console.post(path, self.rfile.read(length), self.headers))
 
     return Handler

@@ -92,7 +92,8 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("hook_heartbeats", "warning", "15m", "hooks",
               "a wired hook failed or was killed, missed prompts, left rows in the spill file, "
               "or no hooks are wired", ("MemhealthHookHeartbeatMissing",)),
-    GateCheck("capture_queue", "warning", "30m", "memory",
+    # days, not minutes: a queue is a backlog of reading, never urgent (issue 12)
+    GateCheck("capture_queue", "warning", "2d", "memory",
               "more capture items wait for triage than [gate].capture_queue_max"),
     GateCheck("lineage_freshness", "warning", "30m", "ingest",
               "decision lineage was built before its records changed, longer ago than the "

@@ -56,3 +56,44 @@ def test_the_session_start_hook_after_compaction_redelivers_pinned_memory(projec
     text = run.context()
     assert text.startswith("MEMORY-HEALTH: ")
     assert "Re-delivered after compaction" in text and "compactor exists (memory/compactor.md:1-6" in text
+
+
+def _session_start_context(root, sid: str) -> str:
+    import json
+
+    run = run_hook("session-start", payload("SessionStart", root, session_id=sid, source="startup"), str(root))
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_fresh_init_says_nothing_but_the_verdict(tmp_path):
+    """The convention files init writes are empty templates: nothing in them earns a line in
+    Claude's context (no chunk counts, no unfilled invariants, no link to an empty resume)."""
+    from tests.conftest import run_cli
+
+    assert run_cli("init", "--project", str(tmp_path)).returncode == 0
+    assert run_cli("ingest", "--project", str(tmp_path)).returncode == 0
+    context = _session_start_context(tmp_path, "fresh")
+    assert len(context.splitlines()) == 1 and context.startswith("MEMORY-HEALTH: "), context
+
+
+def test_the_resume_anchor_delivers_what_it_links_not_the_link(tmp_path):
+    from tests.conftest import run_cli
+
+    assert run_cli("init", "--project", str(tmp_path)).returncode == 0
+    resume = tmp_path / ".memhealth" / "memory" / "resume.md"
+    resume.write_text("---\nname: resume\ntype: resume\n---\n# Resume\n\n## Earlier arc\n\nShipped the "
+                      "writer.\n\n## Current arc\n\nMoving checkpoints off the hot path; next: the "
+                      "replay test.\n", encoding="utf-8")
+    assert run_cli("ingest", "--project", str(tmp_path)).returncode == 0
+    context = _session_start_context(tmp_path, "resume")
+    assert "Resume here:\n- resume > Resume > Current arc (.memhealth/memory/resume.md:" in context, context
+    assert "Moving checkpoints off the hot path; next: the replay test." in context
+    assert "](resume.md)" not in context and "Shipped the writer" not in context
+    # an invariant file that holds a rule and is pinned reaches Claude; the template did not
+    inv = tmp_path / ".memhealth" / "memory" / "invariants.md"
+    inv.write_text(inv.read_text(encoding="utf-8").replace("pinned: false", "pinned: true")
+                   + "\n- One writer per ledger: the queue serializes appends (see writer.py).\n",
+                   encoding="utf-8")
+    assert run_cli("ingest", "--project", str(tmp_path)).returncode == 0
+    assert "invariants" in _session_start_context(tmp_path, "pinned")

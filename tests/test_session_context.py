@@ -61,7 +61,7 @@ N = len(CHECKS)
 def _memory(context: str, root) -> str:
     """The context after the verdict line, checked to be the pinned block (every pinned item,
     each with its provenance; issue 11) followed by the render."""
-    rest = context.split("\n", 1)[1]
+    rest = context.split("\n", 1)[1] if "\n" in context else ""  # nothing to say: the verdict alone
     conn = connect(str(root / ".memhealth" / "memory.db"))
     try:
         pinned = [name for (name,) in conn.execute("SELECT name FROM memory_items WHERE pinned = 1")]

@@ -106,7 +106,7 @@ GATE_CASES = {
     "hook_heartbeats": ("warning", "hooks", 15,
                         "a wired hook failed or was killed, missed prompts, left rows in the "
                         "spill file, or no hooks are wired"),
-    "capture_queue": ("warning", "memory", 30,
+    "capture_queue": ("warning", "memory", 2880,
                       "more capture items wait for triage than [gate].capture_queue_max"),
     "lineage_freshness": ("warning", "ingest", 30,
                           "decision lineage was built before its records changed, longer ago "

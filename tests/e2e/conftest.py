@@ -61,8 +61,8 @@ class E2E:
             assert sum(outcomes.values()) >= ends and set(outcomes) == {"ok"}, outcomes
 
 
-def make_world(binary: str, base, log_name: str = "api.ndjson"):
-    project = SampleProject.create(base / "proj", capture_dir=base / "payloads")
+def make_world(binary: str, base, log_name: str = "api.ndjson", extra: dict[str, str] | None = None):
+    project = SampleProject.create(base / "proj", capture_dir=base / "payloads", extra=extra)
     model = ScriptedModel(log_path=str(base / log_name)).start()
     return E2E(project, model, Session(binary, project.root, home=base / "home", model=model))
 

@@ -184,9 +184,11 @@ class SampleProject:
         self.capture_dir = capture_dir
 
     @classmethod
-    def create(cls, root, capture_dir=None, hooks: bool = True, ingest: bool = True) -> SampleProject:
+    def create(cls, root, capture_dir=None, hooks: bool = True, ingest: bool = True,
+               extra: dict[str, str] | None = None) -> SampleProject:
+        """`extra`: more files (project-relative path: text), e.g. a memory file with cues."""
         root = str(root)
-        for rel, body in FILES.items():
+        for rel, body in {**FILES, **(extra or {})}.items():
             path = os.path.join(root, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as fh:
@@ -338,11 +340,13 @@ def completed_heartbeats(db_path: str) -> Counter:
 
 
 def settled_capture_outcomes(db_path: str, at_least: int, timeout_s: float = 30.0) -> Counter:
-    """Outcomes of the capture workers' heartbeats once `at_least` of them exist and none is
-    still running (they are detached from the hook that spawned them: one per SessionEnd),
-    waiting at most `timeout_s`."""
+    """Outcomes of the capture workers' heartbeats once `at_least` of them exist, none is
+    still running and no session boundary waits to be captured (they are detached from the
+    hook that spawned them: one per SessionEnd, and one from a SessionStart that found work
+    pending with no worker holding the lease), waiting at most `timeout_s`."""
     import time
 
+    from memory_core.capture_store import work_pending
     from memory_core.db import sqlite3
 
     deadline = time.monotonic() + timeout_s
@@ -350,9 +354,10 @@ def settled_capture_outcomes(db_path: str, at_least: int, timeout_s: float = 30.
         conn = sqlite3.connect(db_path, timeout=10)
         try:
             rows = conn.execute("SELECT outcome FROM heartbeats WHERE hook = 'capture'").fetchall()
+            waiting = work_pending(conn)
         finally:
             conn.close()
-        settled = len(rows) >= at_least and all(r[0] is not None for r in rows)
+        settled = len(rows) >= at_least and all(r[0] is not None for r in rows) and not waiting
         if settled or time.monotonic() > deadline:
             return Counter(r[0] for r in rows)
         time.sleep(0.1)

@@ -22,7 +22,12 @@ import pytest
 from tests.conftest import rows
 from tests.e2e.claude_cli import wanted_version
 from tests.e2e.conftest import make_world
-from tests.e2e.harness import completed_heartbeats, expected_heartbeats, hook_attachments
+from tests.e2e.harness import (
+    completed_heartbeats,
+    expected_heartbeats,
+    hook_attachments,
+    settled_capture_outcomes,
+)
 from tests.e2e.messages_api import text, tool_use
 from tests.payloads import PAYLOAD_DIR, SCRUB_HOME, SCRUB_PROJECT, payload_name, scrub, shape
 
@@ -51,6 +56,9 @@ def full(tmp_path_factory, claude_binary):
     sid = runs[0].session_id
     runs.append(world.run("/compact", resume=sid))
     runs.append(world.run(AFTER, resume=sid))
+    # each SessionEnd spawned a detached capture worker: settled before anything reads the
+    # store (a running one is a heartbeat row without an outcome yet)
+    world.capture_outcomes = settled_capture_outcomes(world.project.db_path, at_least=3)
     world.sid = sid
     world.runs = runs
     try:
@@ -79,6 +87,7 @@ def test_every_event_of_every_run_has_a_completed_heartbeat(full):
     assert names.count("PreToolUse") == 4 and names.count("PostToolUse") == 4
     assert expected[("pre-tool", full.sid)] == 3 and expected[("post-tool", full.sid)] == 3
     assert completed_heartbeats(full.project.db_path) == expected
+    assert set(full.capture_outcomes) == {"ok"} and sum(full.capture_outcomes.values()) >= 3, full.capture_outcomes
     assert rows(full.project.root, "SELECT hook, outcome, reason, detail FROM heartbeats "
                                    "WHERE outcome IS NOT 'ok'") == []
 

@@ -41,10 +41,62 @@ def build() -> dict:
         f"/ (sum(increase({dec}{{{INST}}}[$__range])) > 0)", "injected", instant=True)],
         "Silence is the default: most prompts should inject nothing.", unit="percentunit",
         options={"reduceOptions": {"calcs": ["lastNotNull"]}})
+    _cues(L)
+    _capture(L)
     L.add("Agent memory tool calls (MCP)", "timeseries", [target(
         f"sum by (tool, outcome) (increase({m('memhealth_mcp_calls_total')}{{{INST}}}"
         f"[$__rate_interval]))", "{{tool}} {{outcome}}")],
         "What the agent asked for itself through `memhealth mcp` (search, remember, cues), "
         "beside what the hooks delivered unasked.", w=24, h=7)
     return dashboard("memhealth-injection", "memhealth / Injection decisions",
-                      "The precision-gated injection cascade as a funnel.", L)
+                      "The precision-gated injection cascade as a funnel; cue-anchored delivery; "
+                      "what sessions propose as records, and what triage keeps.", L)
+
+
+def _cues(L: Layout) -> None:
+    """Cue-anchored delivery: memory fired by the file, symbol or event it belongs to."""
+    ev, dl = m("memhealth_cue_evaluations_total"), m("memhealth_cue_deliveries_total")
+    L.add("Cue evaluations by outcome", "timeseries", [target(
+        f"sum by (outcome) (rate({ev}{{{INST}}}[$__rate_interval]))", "{{outcome}}")],
+        "Every tool call, prompt and session start evaluates the cues: fired, or skipped and why "
+        "(no_match, deduped, expired, over_budget, ablation, inactive). A flat zero while tool "
+        "hooks run means cues stopped being evaluated (gate check cue_delivery).", unit="ops",
+        options={"legend": {"displayMode": "table"}},
+        defaults={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 40}})
+    L.add("Cue deliveries by trigger (dashboard range)", "bargauge", [target(
+        f"sum by (trigger) (increase({dl}{{{INST}}}[$__range]))", "{{trigger}}", instant=True)],
+        "Memory items delivered into Claude's context by a cue: pinned items at session start "
+        "(and again after each compaction), path and symbol cues on first touch, prompt cues.",
+        options={"orientation": "horizontal", "displayMode": "basic",
+                 "reduceOptions": {"calcs": ["lastNotNull"]}})
+    rr, rb = m("memhealth_compaction_rereads_total"), m("memhealth_compaction_reread_bytes_total")
+    L.add("What compaction cost: files re-read after a compaction", "timeseries", [
+        target(f"sum by (same_content) (increase({rr}{{{INST}}}[1h]))", "same content: {{same_content}}"),
+        target(f"sum(increase({rb}{{{INST}}}[1h]))", "bytes re-read", ref="B")],
+        "Files read again after a compaction boundary of the same session, per hour, and the "
+        "bytes re-read: the context a compaction threw away and the session paid for again. "
+        "same_content=true: the file had not changed.",
+        overrides=[{"matcher": {"id": "byFrameRefID", "options": "B"},
+                    "properties": [{"id": "unit", "value": "bytes"},
+                                   {"id": "custom.axisPlacement", "value": "right"}]}])
+
+
+def _capture(L: Layout) -> None:
+    """Anti-recurrence records: what the session-end capture proposes, what triage keeps."""
+    cand, tri = m("memhealth_capture_candidates_total"), m("memhealth_triage_decisions_total")
+    depth = m("memhealth_capture_queue_depth")
+    L.add("Candidates proposed per day, by kind", "timeseries", [target(
+        f"sum by (kind) (increase({cand}{{{INST}}}[1d]))", "{{kind}}")],
+        "Decisions, dead ends and corrections the session-end extraction proposed (deterministic "
+        "patterns over what the human typed and the assistant wrote).",
+        defaults={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 40}})
+    L.add("Triage decisions and keep rate (dashboard range)", "stat", [
+        target(f"sum by (decision) (increase({tri}{{{INST}}}[$__range]))", "{{decision}}", instant=True),
+        target(f'sum(increase({tri}{{{INST},decision="confirmed"}}[$__range]))\n'
+               f"/ (sum(increase({tri}{{{INST}}}[$__range])) > 0)", "keep rate", instant=True)],
+        "What triage kept: a store that accepts everything becomes noise (the paper kept 59 of "
+        "154 decisions and 47 of 186 dead ends).",
+        options={"reduceOptions": {"calcs": ["lastNotNull"]}, "textMode": "value_and_name"})
+    L.add("Capture queues", "timeseries", [target(f"max by (queue) ({depth}{{{INST}}})", "{{queue}}")],
+        "triage: candidates waiting for a decision (`memhealth triage`); work: session boundaries "
+        "the detached worker has not captured yet (the next session start resumes them).")
