@@ -32,49 +32,70 @@ def register(sub):
     return p
 
 
-def run(args) -> int:
-    import json
+def record(ctx, text: str, *, kind: str | None = None, name: str | None = None,
+           paths=(), symbols=(), on=(), pinned: bool = False, expires: str | None = None,
+           trace=None) -> dict:
+    """Write TEXT as a memory file with its cues and compile it into the store; return the
+    item ({id, name, kind, pinned, path, cues}). Raises UsageError for a bad spec and
+    MemhealthError when the file was written but not compiled. `memhealth remember` and the
+    MCP `remember` tool both call this; `trace` (the caller's) gets the ingest spans, else
+    they go under a `memhealth remember` root."""
     import os
 
-    from memhealth.cliutil import UsageError, open_project
+    from memhealth.cliutil import UsageError
     from memhealth.errors import MemhealthError
     from memory_core.cuespec import SpecError, memory_file_text, slug
     from memory_core.ingest import run_ingest
     from memory_core.layout import MEMORY_DIR, STATE_DIR
     from memory_core.outbox import command_trace
 
-    kind = (args.kind or ("gotcha" if args.path or args.symbol else "note")).strip().lower()
-    name = (args.name or slug(args.text, 40)).strip()
+    paths, symbols, on = list(paths), list(symbols), list(on)
+    kind = (kind or ("gotcha" if paths or symbols else "note")).strip().lower()
+    name = (name or slug(text, 40)).strip()
     try:
-        text = memory_file_text(args.text, kind=kind, name=name, paths=args.path, symbols=args.symbol,
-                                on=args.on, pinned=args.pinned, expires=args.expires)
+        text = memory_file_text(text, kind=kind, name=name, paths=paths, symbols=symbols,
+                                on=on, pinned=pinned, expires=expires)
     except SpecError as exc:
         raise UsageError(f"not recorded: {exc}") from None
-    with open_project(args) as ctx:
-        directory = os.path.join(ctx.project.root, STATE_DIR, MEMORY_DIR)
-        os.makedirs(directory, exist_ok=True)
-        base = slug(name)
-        for n in range(1, 10_000):
-            path = os.path.join(directory, f"{base}.md" if n == 1 else f"{base}-{n}.md")
-            try:
-                with open(path, "x", encoding="utf-8") as fh:  # never overwrite another memory
-                    fh.write(text)
-                break
-            except FileExistsError:
-                continue
-        rel = os.path.relpath(path, ctx.project.root).replace(os.sep, "/")
-        with command_trace(ctx.conn, "memhealth remember") as trace:
-            run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=["memory"], trace=trace)
-        row = ctx.conn.execute("SELECT id, name, kind, pinned FROM memory_items WHERE path = ?", (rel,)).fetchone()
-        cues = ctx.conn.execute("SELECT trigger, pattern FROM cues WHERE item_id = ? ORDER BY id",
-                                (row[0],)).fetchall() if row else []
-        in_memory_source = any(os.path.abspath(os.path.join(ctx.project.root, e)) == os.path.abspath(directory)
-                               for e in ctx.cfg["ingest"]["memory"])
+    directory = os.path.join(ctx.project.root, STATE_DIR, MEMORY_DIR)
+    os.makedirs(directory, exist_ok=True)
+    base = slug(name)
+    for n in range(1, 10_000):
+        path = os.path.join(directory, f"{base}.md" if n == 1 else f"{base}-{n}.md")
+        try:
+            with open(path, "x", encoding="utf-8") as fh:  # never overwrite another memory
+                fh.write(text)
+            break
+        except FileExistsError:
+            continue
+    rel = os.path.relpath(path, ctx.project.root).replace(os.sep, "/")
+    if trace is not None:  # the caller's trace (the MCP tool call) owns the spans
+        run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=["memory"], trace=trace)
+    else:
+        with command_trace(ctx.conn, "memhealth remember") as own:
+            run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=["memory"], trace=own)
+    row = ctx.conn.execute("SELECT id, name, kind, pinned FROM memory_items WHERE path = ?", (rel,)).fetchone()
+    cues = ctx.conn.execute("SELECT trigger, pattern FROM cues WHERE item_id = ? ORDER BY id",
+                            (row[0],)).fetchall() if row else []
+    in_memory_source = any(os.path.abspath(os.path.join(ctx.project.root, e)) == os.path.abspath(directory)
+                           for e in ctx.cfg["ingest"]["memory"])
     if row is None:
         raise MemhealthError(f"wrote {rel} but it was not compiled"
                              + ("" if in_memory_source else f": {STATE_DIR}/{MEMORY_DIR} is not in [ingest].memory"))
-    item = {"id": row[0], "name": row[1], "kind": row[2], "pinned": bool(row[3]), "path": rel,
+    return {"id": row[0], "name": row[1], "kind": row[2], "pinned": bool(row[3]), "path": rel,
             "cues": [{"trigger": t, "pattern": p} for t, p in cues]}
+
+
+def run(args) -> int:
+    import json
+
+    from memhealth.cliutil import open_project
+
+    with open_project(args) as ctx:
+        item = record(ctx, args.text, kind=args.kind, name=args.name, paths=args.path,
+                      symbols=args.symbol, on=args.on, pinned=args.pinned, expires=args.expires)
+    rel, cues = item["path"], [(c["trigger"], c["pattern"]) for c in item["cues"]]
+    row = (item["id"], item["name"], item["kind"], item["pinned"])
     if args.json:
         print(json.dumps(item, ensure_ascii=False))
         return 0

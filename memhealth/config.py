@@ -103,6 +103,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "export_timeout_s": ("float", 2.0, (0.05, 120.0), "OTLP export timeout; a dead collector never stalls longer"),
         "otlp_endpoint": ("str", "", None, '"" = OTEL_EXPORTER_OTLP_ENDPOINT or http://127.0.0.1:4318'),
         "otlp_protocol": ("str", "http/protobuf", ("http/protobuf", "grpc"), "OTLP transport"),
+        "otlp_metrics": ("bool", True, None,
+                         "also export the catalog metrics over OTLP (off where Prometheus scrapes "
+                         "this store, as in compose: one store, one metrics path, no double count)"),
     },
     "serve": {
         "listen": ("str", "127.0.0.1:9464", None, "host:port; loopback unless told otherwise"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from memory_core.outbox import Trace, bump, insert_decision, observe, set_gauge
+from memory_core.outbox import Trace, bump, insert_decision, keep_exemplar, observe, set_gauge
 from memory_core.tx import write
 
 
@@ -34,7 +34,10 @@ def complete_row(conn, hb_id, hook, started_ns, ended_ns, outcome, reason, detai
         "UPDATE heartbeats SET ended_ns = ?, outcome = ?, reason = ?, detail = ? WHERE id = ?",
         (ended_ns, outcome, reason, (detail or "")[:500] or None, hb_id))
     bump(conn, "memhealth_hook_invocations_total", {"hook": hook, "outcome": outcome})
-    observe(conn, "memhealth_hook_duration_seconds", max(ended_ns - started_ns, 0) / 1e9, {"hook": hook})
+    duration_s = max(ended_ns - started_ns, 0) / 1e9
+    observe(conn, "memhealth_hook_duration_seconds", duration_s, {"hook": hook})
+    # the OpenMetrics exemplar: a slow bucket links to its trace
+    keep_exemplar(conn, "memhealth_hook_duration_seconds", duration_s, {"hook": hook}, hb_id, ended_ns)
     if outcome == "ok":
         set_gauge(conn, "memhealth_hook_last_success_timestamp_seconds", ended_ns / 1e9, {"hook": hook})
 

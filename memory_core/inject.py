@@ -39,6 +39,7 @@ import time
 from memory_core import fts
 from memory_core.db import write
 from memory_core.intent import BUILD, DECISION, INVESTIGATION
+from memory_core.outbox import db_span
 from memory_core.text import clip
 
 MIN_IDF_CORPUS = 50
@@ -478,10 +479,11 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
             query = [t for t in present if small or idf[t] >= MIN_QUERY_IDF]
             t1 = time.perf_counter()
             with trace.span("memory.search") as search_span:
-                search_span.update({"db.system.name": "sqlite", "db.operation.name": "SELECT",
-                                    "db.collection.name": "chunks_fts", "gen_ai.request.top_k": CANDIDATES,
-                                    "memhealth.search.legs": "bm25", "memhealth.query.tokens": len(query)})
-                candidates = _candidates(conn, query, tuple(icfg["sources"]))
+                search_span.update({"memhealth.search.k": CANDIDATES, "memhealth.search.legs": "bm25",
+                                    "memhealth.query.tokens": len(query)})
+                with db_span(trace, "SELECT", "chunks_fts") as leg:
+                    candidates = _candidates(conn, query, tuple(icfg["sources"]))
+                    leg.set("db.response.returned_rows", len(candidates))
                 search_span.set("memhealth.search.hits", len(candidates))
             retrieval_ms += (time.perf_counter() - t1) * 1000
             for row, _score in candidates:

@@ -56,14 +56,33 @@ def set_gauge(conn, metric: str, value: float, labels: dict | None = None) -> No
         (metric, _labels(labels), value))
 
 
-def observe(conn, metric: str, value: float, labels: dict | None = None) -> None:
-    """Record one histogram observation: its bucket (non-cumulative), sum and count."""
+def bucket_labels(metric: str, value: float, labels: dict | None = None) -> dict:
+    """The labels of the (non-cumulative) bucket rollup `value` falls in."""
     buckets = CATALOG[metric].buckets or HOOK_DURATION_BUCKETS
     le = next((b for b in buckets if value <= b), INF)
+    return {**(labels or {}), "le": "+Inf" if le == INF else repr(float(le))}
+
+
+def observe(conn, metric: str, value: float, labels: dict | None = None) -> None:
+    """Record one histogram observation: its bucket (non-cumulative), sum and count."""
     base = dict(labels or {})
-    bump(conn, metric + "_bucket", {**base, "le": "+Inf" if le == INF else repr(float(le))})
+    bump(conn, metric + "_bucket", bucket_labels(metric, value, base))
     bump(conn, metric + "_sum", base, value)
     bump(conn, metric + "_count", base)
+
+
+def keep_exemplar(conn, metric: str, value: float, labels: dict | None, heartbeat_id: int,
+                  ts_ns: int) -> None:
+    """Remember the heartbeat's trace id as the latest exemplar of the bucket `value` falls in
+    (one UPSERT, inside the caller's write transaction; the trace id is read from the
+    heartbeat row, so a row started without one keeps the previous exemplar)."""
+    conn.execute(
+        "INSERT INTO rollup_exemplars(metric, labels, trace_id, value, ts_ns) "
+        "SELECT ?, ?, trace_id, ?, ? FROM heartbeats WHERE id = ? AND trace_id IS NOT NULL "
+        "ON CONFLICT(metric, labels) DO UPDATE SET trace_id = excluded.trace_id, "
+        "value = excluded.value, ts_ns = excluded.ts_ns",
+        (metric + "_bucket", _labels(bucket_labels(metric, value, labels)), value, ts_ns,
+         heartbeat_id))
 
 
 # -- spans -----------------------------------------------------------------------------
@@ -154,6 +173,40 @@ class Trace:
             "INSERT INTO spans(trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, "
             "status_code, status_message, attributes, events) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
         return len(rows)
+
+
+def db_span(trace: Trace | None, operation: str, collection: str, **attrs) -> Span | _NoSpan:
+    """A database client span as the OTel DB conventions shape it: kind CLIENT, named
+    `{db.operation.name} {db.collection.name}`, with db.system.name sqlite. A no-op span
+    when there is no trace, so a call site needs no branch.
+
+        with db_span(trace, "SELECT", "chunks_fts") as span:
+            rows = conn.execute("SELECT ... FROM chunks_fts ...").fetchall()
+    """
+    if trace is None:
+        return _NO_SPAN
+    return trace.span(f"{operation} {collection}", kind="client", **{
+        "db.system.name": "sqlite", "db.operation.name": operation,
+        "db.collection.name": collection, **attrs})
+
+
+class _NoSpan:
+    """What db_span hands out without a trace: every Span method, doing nothing."""
+
+    def set(self, key, value):
+        return self
+
+    def update(self, attrs):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_SPAN = _NoSpan()
 
 
 class command_trace:

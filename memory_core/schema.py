@@ -339,6 +339,19 @@ CREATE INDEX file_reads_by_ts ON file_reads(ts_ns);
 INSERT OR REPLACE INTO meta(key, value)
 VALUES ('cues.since_ns', CAST(CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER) AS TEXT));
 """),
+    (4, "rollup exemplars: the latest trace id per histogram bucket", """
+-- one row per histogram bucket rollup (metric is name_bucket, labels as in rollups, with
+-- "le"): the latest observation's trace id, value and time, served as the OpenMetrics
+-- exemplar of that bucket. Written in the transaction that writes the observation.
+CREATE TABLE rollup_exemplars (
+    metric   TEXT NOT NULL,
+    labels   TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    value    REAL NOT NULL,
+    ts_ns    INTEGER NOT NULL,
+    PRIMARY KEY (metric, labels)
+) WITHOUT ROWID;
+"""),
 ]
 
 LATEST = MIGRATIONS[-1][0]

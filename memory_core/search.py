@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from memory_core import fts
 from memory_core.db import sqlite3
+from memory_core.outbox import db_span
 from memory_core.text import clean, clip
 
 RRF_K = 60
@@ -102,10 +103,10 @@ def search(conn, query: str, cfg, k: int = 10, trace=None, use_vectors: bool = T
     text = clean(query or "")[:MAX_QUERY_CHARS]
     span = None
     if trace is not None:
+        # the retrieval as a whole (internal); each store query below is a DB client span.
+        # The k is ours: semconv's gen_ai.request.top_k is a sampling parameter.
         span = trace.span("memory.search", **{
-            "db.system.name": "sqlite", "db.operation.name": "search",
-            "gen_ai.operation.name": "retrieval", "gen_ai.request.top_k": k,
-            "memhealth.query.length": len(text)})
+            "memhealth.search.k": k, "memhealth.query.length": len(text)})
     try:
         ranked: dict[str, list[tuple[int, float]]] = {}
         toks = fts.tokens(text)
@@ -113,7 +114,12 @@ def search(conn, query: str, cfg, k: int = 10, trace=None, use_vectors: bool = T
         if use_bm25:
             t0 = time.perf_counter()
             try:
-                ranked["bm25"] = fts.bm25(conn, toks, limit=fetch) if toks else []
+                if toks:
+                    with db_span(trace, "SELECT", "chunks_fts") as leg:
+                        ranked["bm25"] = fts.bm25(conn, toks, limit=fetch)
+                        leg.set("db.response.returned_rows", len(ranked["bm25"]))
+                else:
+                    ranked["bm25"] = []
                 result.legs_answered.append("bm25")
             except sqlite3.Error as exc:  # a broken FTS index must not fail the prompt
                 result.degraded_detail = f"bm25 leg failed: {exc}"
@@ -179,7 +185,9 @@ def _vector_leg(conn, text: str, cfg, fetch: int, trace, query_vector, result: S
             result.timings["embed_ms"] = _ms(t0)
     t0 = time.perf_counter()
     try:
-        found = vectors.knn(conn, query_vector, fetch)
+        with db_span(trace, "SELECT", vectors.TABLE) as leg:
+            found = vectors.knn(conn, query_vector, fetch)
+            leg.set("db.response.returned_rows", len(found))
     except sqlite3.Error as exc:
         result.degraded = "vector_error"
         result.degraded_detail = f"knn failed: {exc}"

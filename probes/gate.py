@@ -143,11 +143,13 @@ def run_checks(ev, selected=CHECKS, trace=None) -> list[CheckResult]:
     for name, fn in selected:
         span = trace.span(f"probe {name}", **{"memhealth.check": name}) if trace is not None else None
         t0 = time.perf_counter()
+        raised = None
         try:
             result = fn(ev)
             if not isinstance(result, CheckResult):
                 raise TypeError(f"returned {type(result).__name__}, not a CheckResult")
         except Exception as exc:  # a check's bug or a broken data source is a RED, not a crash
+            raised = exc
             result = CheckResult(RED, f"check raised: {type(exc).__name__}: {str(exc)[:200]}",
                                  "investigate the data source (run `memhealth gate --json` for every "
                                  "check's detail)")
@@ -159,8 +161,10 @@ def run_checks(ev, selected=CHECKS, trace=None) -> list[CheckResult]:
             span.update({"memhealth.check.status": result.status, "memhealth.check.detail": result.detail})
             if result.state is not None:
                 span.set("memhealth.check.state", result.state)
-            if result.status == RED:
-                span.fail(result.detail, "gate_red")
+            # a RED verdict is the probe doing its job: the span stays unset (OTel status
+            # ERROR means the operation failed); only a probe that raised is an error
+            if raised is not None:
+                span.fail(result.detail, type(raised).__name__)
             span.end()
         results.append(result)
     return results

@@ -18,6 +18,7 @@ HOOK_OUTCOMES = ("ok", "error", "killed")
 INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "injected",
                       "suppressed_ablation", "error")  # error: the cascade could not decide (store down)
 GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
+GATE_STATUSES = tuple(GATE_STATUS_VALUES)  # the enum series' closed `status` vocabulary
 EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
                     "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
@@ -25,6 +26,8 @@ OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.capture.KINDS
 TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
 CAPTURE_QUEUES = ("triage", "work")
+MCP_TOOLS = ("search", "remember", "cues")  # memhealth.mcp_server: the agent's memory tools
+MCP_OUTCOMES = ("ok", "error")
 # Cue-anchored delivery (memory_core.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
@@ -51,6 +54,25 @@ class Metric:
     def __repr__(self) -> str:
         return f"Metric({self.name!r}, {self.type!r})"
 
+    @property
+    def otel_name(self) -> str:
+        """The name in OTLP, the OTel way: dotted (namespace.subsystem.rest), no unit and no
+        `_total` (the unit travels in metadata, monotonicity in the Sum). Prometheus's OTLP
+        translation (dots to underscores, unit suffix, `_total` for monotonic sums) turns
+        it back into `name`, so OTLP-shipped series match the scraped ones."""
+        name = self.name
+        if self.type == "counter" and name.endswith("_total"):
+            name = name[:-len("_total")]
+        suffix = _UNIT_SUFFIXES.get(self.unit)
+        if suffix and name.endswith(suffix) and not (self.unit == "1" and self.type != "gauge"):
+            name = name[:-len(suffix)]
+        return ".".join(name.split("_", 2))
+
+
+# Prometheus's unit suffixes for the catalog's units (UCUM "s", "By"; "1" only for gauges
+# named _ratio): what otel_name strips because the OTLP unit brings it back.
+_UNIT_SUFFIXES = {"s": "_seconds", "By": "_bytes", "1": "_ratio"}
+
 
 METRICS: tuple[Metric, ...] = (
     Metric("memhealth_hook_invocations_total", "counter", "1",
@@ -63,6 +85,12 @@ METRICS: tuple[Metric, ...] = (
            "Unix time of the last successful invocation of each hook.", ("hook",)),
     Metric("memhealth_gate_check_status", "gauge", "1",
            "Latest status of each gate check: 0 green, 1 note, 2 red.", ("check",)),
+    # The enum convention beside the 0/1/2 code above (kept: the DESIGN contract): one series
+    # per status, 1 for the current one, so a rule reads `{status="red"} == 1` and
+    # `sum by (status)` counts checks per status.
+    Metric("memhealth_gate_check_state", "gauge", "1",
+           "1 for each gate check's latest status (green, note, red), 0 for the others.",
+           ("check", "status"), label_values={"status": GATE_STATUSES}),
     Metric("memhealth_gate_runs_total", "counter", "1",
            "Gate runs by verdict.", ("verdict",), label_values={"verdict": ("green", "red")}),
     Metric("memhealth_embedding_state", "gauge", "1",
@@ -79,6 +107,10 @@ METRICS: tuple[Metric, ...] = (
            "Wall time of memory retrieval on the prompt path.", buckets=RETRIEVAL_DURATION_BUCKETS),
     Metric("memhealth_ingest_watermark_age_seconds", "gauge", "s",
            "Age of the newest ingest watermark per source.", ("source",)),
+    # The same freshness as a timestamp (naming practice: `…_timestamp_seconds`): PromQL
+    # derives the age as `time() - x`, and the value stays right when a scrape is late.
+    Metric("memhealth_ingest_last_timestamp_seconds", "gauge", "s",
+           "Unix time of the newest ingest watermark per source.", ("source",)),
     Metric("memhealth_chunks", "gauge", "1", "Chunks in the store per source.", ("source",)),
     Metric("memhealth_vector_coverage_ratio", "gauge", "1",
            "Share of chunks that have a vector (1 when there are no chunks)."),
@@ -112,6 +144,13 @@ METRICS: tuple[Metric, ...] = (
            label_values={"same_content": ("true", "false")}),
     Metric("memhealth_compaction_reread_bytes_total", "counter", "By",
            "Bytes of file content read again after a compaction boundary (what compaction cost)."),
+    # The agent's own use of memory (memhealth.mcp_server), beside what the hooks deliver.
+    Metric("memhealth_mcp_calls_total", "counter", "1",
+           "MCP tool calls the agent made (`memhealth mcp`), by tool and outcome.",
+           ("tool", "outcome"), label_values={"tool": MCP_TOOLS, "outcome": MCP_OUTCOMES}),
+    Metric("memhealth_mcp_call_duration_seconds", "histogram", "s",
+           "Wall time of MCP tool calls, by tool.", ("tool",), buckets=HOOK_DURATION_BUCKETS,
+           label_values={"tool": MCP_TOOLS}),
     # The telemetry pipeline itself (telemetry.export, telemetry.serve).
     Metric("memhealth_outbox_backlog_spans", "gauge", "1",
            "Spans recorded in the outbox and not yet exported over OTLP."),
@@ -125,6 +164,9 @@ METRICS: tuple[Metric, ...] = (
            "Unix time of the last successful OTLP export (0 = never)."),
     Metric("memhealth_scrape_errors_total", "counter", "1",
            "Scrapes of this serve process that could not read the store and served the last good values."),
+    Metric("memhealth_build_info", "gauge", "1",
+           "Always 1: the memhealth, Python, SQLite and sqlite-vec versions serving these metrics.",
+           ("version", "python", "sqlite", "sqlite_vec")),
 )
 
 CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}

@@ -20,11 +20,18 @@ import json
 import threading
 import time
 
-from memory_core.db import connect, sqlite3
+from memory_core.db import connect, load_vec, sqlite3
 from memory_core.errors import StoreError
 from memory_core.meta import get_meta
 from memory_core.vectors import vector_count
-from telemetry.catalog import CATALOG, EMBEDDING_STATES, GATE_STATUS_VALUES, METRICS, Metric
+from telemetry.catalog import (
+    CATALOG,
+    EMBEDDING_STATES,
+    GATE_STATUS_VALUES,
+    GATE_STATUSES,
+    METRICS,
+    Metric,
+)
 
 INF = float("inf")
 MAX_LABEL_CHARS = 120  # a label value is a bounded word, never text
@@ -36,18 +43,22 @@ COMPUTED = frozenset({
     "memhealth_chunks", "memhealth_vector_coverage_ratio", "memhealth_ingest_watermark_age_seconds",
     "memhealth_gate_check_status", "memhealth_outbox_backlog_spans",
     "memhealth_export_last_success_timestamp_seconds", "memhealth_scrape_errors_total",
+    "memhealth_gate_check_state", "memhealth_ingest_last_timestamp_seconds", "memhealth_build_info",
 })
+EXEMPLAR_METRICS = frozenset({"memhealth_hook_duration_seconds"})  # rollup_exemplars rows read
 
 
 class Histogram:
-    """One histogram series: non-cumulative counts per upper bound, sum and count."""
+    """One histogram series: non-cumulative counts per upper bound, sum and count, and the
+    latest exemplar per bound: {bound: (trace_id, value, unix seconds)}."""
 
-    __slots__ = ("counts", "sum", "count")
+    __slots__ = ("counts", "sum", "count", "exemplars")
 
     def __init__(self):
         self.counts: dict[float, float] = {}
         self.sum = 0.0
         self.count = 0.0
+        self.exemplars: dict[float, tuple[str, float, float]] = {}
 
     def cumulative(self, bounds) -> list[tuple[float, float]]:
         """[(bound, observations <= bound)] for each bound, then (+Inf, total)."""
@@ -153,6 +164,8 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
             else:
                 hist.count += float(value)
 
+    _read_exemplars(conn, families, parts)
+
     # gauges from small tables
     fam = families["memhealth_chunks"]
     total_chunks = 0
@@ -164,17 +177,24 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
     families["memhealth_vector_coverage_ratio"].samples[()] = ratio
 
     fam = families["memhealth_ingest_watermark_age_seconds"]
+    stamps = families["memhealth_ingest_last_timestamp_seconds"]
     for source, newest in conn.execute("SELECT source, max(updated_ns) FROM watermarks GROUP BY source"):
-        fam.samples[(str(source)[:MAX_LABEL_CHARS],)] = max(0.0, (now_ns - newest) / 1e9)
+        key = (str(source)[:MAX_LABEL_CHARS],)
+        fam.samples[key] = max(0.0, (now_ns - newest) / 1e9)
+        stamps.samples[key] = newest / 1e9
 
     latest = conn.execute("SELECT max(id) FROM gate_runs").fetchone()[0]
     current_state = None
     if latest is not None:
         fam = families["memhealth_gate_check_status"]
+        enum = families["memhealth_gate_check_state"]
         for name, status, state in conn.execute(
                 "SELECT name, status, state FROM gate_checks WHERE run_id = ?", (latest,)):
             if status in GATE_STATUS_VALUES:
-                fam.samples[(str(name)[:MAX_LABEL_CHARS],)] = float(GATE_STATUS_VALUES[status])
+                check = str(name)[:MAX_LABEL_CHARS]
+                fam.samples[(check,)] = float(GATE_STATUS_VALUES[status])
+                for value in GATE_STATUSES:
+                    enum.samples[(check, value)] = 1.0 if value == status else 0.0
             if state in EMBEDDING_STATES and current_state is None:
                 current_state = state
     fam = families["memhealth_embedding_state"]
@@ -187,10 +207,56 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
     last_ok = int(get_meta(conn, META_EXPORT_LAST_SUCCESS) or 0)
     families["memhealth_export_last_success_timestamp_seconds"].samples[()] = last_ok / 1e9
     families["memhealth_scrape_errors_total"].samples[()] = float(scrape_errors)
+    families["memhealth_build_info"].samples[build_info(conn)] = 1.0
 
     for fam in families.values():
         _fill_known(fam)
     return list(families.values())
+
+
+def _read_exemplars(conn, families: dict, parts: dict) -> None:
+    """Attach the latest trace id per histogram bucket (rollup_exemplars, kept by
+    memory_core.heartbeat at finish) to the histograms read from rollups. A store from
+    before the table (serve migrates up front; a library caller may not) has none."""
+    if not _table_exists(conn, "rollup_exemplars"):
+        return
+    for name, labels_json, trace_id, value, ts_ns in conn.execute(
+            "SELECT metric, labels, trace_id, value, ts_ns FROM rollup_exemplars"):
+        part = parts.get(name)
+        if part is None or part[1] != "bucket" or part[0].name not in EXEMPLAR_METRICS:
+            continue
+        try:
+            labels = json.loads(labels_json)
+            bound = float(labels["le"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        key = _key(part[0], labels, ("le",))
+        hist = families[part[0].name].samples.get(key) if key is not None else None
+        if hist is not None and trace_id:
+            hist.exemplars[bound] = (str(trace_id)[:32], float(value), ts_ns / 1e9)
+
+
+_VERSIONS: dict[str, str] = {}
+
+
+def build_info(conn) -> tuple[str, str, str, str]:
+    """(version, python, sqlite, sqlite_vec) in catalog label order; "none" when sqlite-vec
+    is not loaded. The package version is read once per process (importlib.metadata costs
+    a few ms); the SQLite ones come from the connection that serves the scrape."""
+    import platform
+
+    if "version" not in _VERSIONS:
+        from importlib import metadata
+
+        try:
+            _VERSIONS["version"] = metadata.version("memhealth")
+        except metadata.PackageNotFoundError:
+            _VERSIONS["version"] = "unknown"
+    (sqlite_version,) = conn.execute("SELECT sqlite_version()").fetchone()
+    vec_version = "none"
+    if load_vec(conn):  # already loaded by the vector count on the scrape path
+        (vec_version,) = conn.execute("SELECT vec_version()").fetchone()
+    return (_VERSIONS["version"], platform.python_version(), str(sqlite_version), str(vec_version))
 
 
 def _fill_known(fam: Family) -> None:
@@ -308,13 +374,19 @@ def _empty_family(metric: Metric):
 
 def to_prometheus(fam: Family):
     """A prometheus_client metric family from a Family (histogram buckets made cumulative)."""
+    from prometheus_client.samples import Exemplar
     from prometheus_client.utils import floatToGoString
 
     out = _empty_family(fam.metric)
     for key in sorted(fam.samples):
         value = fam.samples[key]
         if isinstance(value, Histogram):
-            buckets = [(floatToGoString(b), c) for b, c in value.cumulative(fam.metric.buckets or ())]
+            buckets = []
+            for b, c in value.cumulative(fam.metric.buckets or ()):
+                ex = value.exemplars.get(b)
+                # exemplars appear only in the OpenMetrics exposition (the text format drops them)
+                buckets.append((floatToGoString(b), c) if ex is None else
+                               (floatToGoString(b), c, Exemplar({"trace_id": ex[0]}, ex[1], ex[2])))
             out.add_metric(list(key), buckets, value.sum)
         else:
             out.add_metric(list(key), value)

@@ -86,6 +86,53 @@ def service_version() -> str:
     except metadata.PackageNotFoundError:
         return "0+unknown"
 
+INSTANCE_ID_FILE = "instance-id"
+
+
+def instance_id(environ=None) -> str:
+    """service.instance.id: a UUID kept in the per-user state dir
+    (`$XDG_STATE_HOME/memhealth/instance-id`), so every CLI run and serve of this user on this
+    machine reports the same instance, and nothing in it says where a project lives.
+
+    The first writer wins a race (O_EXCL); an unwritable state dir falls back to a UUID
+    derived from /etc/machine-id and the uid (still stable), and only without either to a
+    fresh one per process."""
+    import uuid
+
+    environ = os.environ if environ is None else environ
+    state = environ.get("XDG_STATE_HOME") or ""
+    if not os.path.isabs(state):  # the XDG spec: a relative value is invalid and ignored
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    path = os.path.join(state, "memhealth", INSTANCE_ID_FILE)
+    for _attempt in range(2):
+        try:
+            with open(path, encoding="ascii") as fh:
+                return str(uuid.UUID(fh.read().strip()))
+        except (OSError, ValueError):
+            pass
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path + f".{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(str(uuid.uuid4()) + "\n")
+            try:
+                os.link(path + f".{os.getpid()}", path)  # fails if another process won
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(path + f".{os.getpid()}")
+        except OSError:
+            break
+    try:
+        with open("/etc/machine-id", encoding="ascii") as fh:
+            machine = fh.read().strip()
+    except OSError:
+        machine = ""
+    if machine:
+        return str(uuid.uuid5(uuid.NAMESPACE_OID, f"memhealth:{machine}:{os.getuid()}"))
+    return str(uuid.uuid4())
+
+
 def project_id(conn) -> str:
     """A short random identifier for the project, kept in meta: never the path."""
     value = get_meta(conn, META_PROJECT_ID)
@@ -291,7 +338,9 @@ def metrics_data(families, resource, start_ns: int, now_ns: int):
         # unit "1" only for ratios: the Collector's Prometheus exporter would otherwise
         # append "_ratio" to every dimensionless gauge name
         unit = m.unit if m.unit != "1" or m.name.endswith("_ratio") else ""
-        metrics.append(Metric(name=m.name, description=m.help, unit=unit, data=data))
+        # the OTel name (dotted, unit in metadata); Prometheus's OTLP receiver translates it
+        # back to the scraped name (telemetry.catalog.Metric.otel_name)
+        metrics.append(Metric(name=m.otel_name, description=m.help, unit=unit, data=data))
     scope = InstrumentationScope("memhealth", __version__)
     return MetricsData(resource_metrics=[ResourceMetrics(
         resource=resource, scope_metrics=[ScopeMetrics(scope=scope, metrics=metrics, schema_url="")],
@@ -351,6 +400,7 @@ class OtlpExporter:
         self.retention_days = float(tel["retention_days"])
         self.outbox_max_rows = int(tel.get("outbox_max_rows", 20_000))
         self.capture_content = bool(tel["capture_content"])
+        self.export_metrics = bool(tel.get("otlp_metrics", True))
         self.disabled = environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
         self.protocol, endpoint = resolve_target(cfg, environ)
         self.endpoint = endpoint
@@ -396,7 +446,8 @@ class OtlpExporter:
                 timeout=self.timeout_s)
 
     def resource(self, conn):
-        """service.name=memhealth (OTEL_SERVICE_NAME wins), service.version, project id."""
+        """service.name=memhealth (OTEL_SERVICE_NAME wins), service.version, project id, and
+        service.instance.id (OTEL_RESOURCE_ATTRIBUTES wins)."""
         if self._resource is None:
             from opentelemetry.sdk.resources import Resource
 
@@ -409,6 +460,8 @@ class OtlpExporter:
                     name = value.strip()
             attrs = {"service.name": name or "memhealth", "service.version": __version__,
                      "memhealth.project.id": project_id(conn)}
+            if "service.instance.id" not in self._environ.get("OTEL_RESOURCE_ATTRIBUTES", ""):
+                attrs["service.instance.id"] = instance_id(self._environ)
             self._resource = Resource.create(attrs)
         return self._resource
 
@@ -427,7 +480,7 @@ class OtlpExporter:
                 result.disabled = True
                 result.backlog = backlog(conn)
                 return result
-            self._ship(conn, result, now_ns, t0, scrape_errors, metrics)
+            self._ship(conn, result, now_ns, t0, scrape_errors, metrics and self.export_metrics)
             result.backlog = backlog(conn)
         except (StoreError, sqlite3.Error) as exc:
             result.ok = False

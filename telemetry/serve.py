@@ -242,10 +242,14 @@ class Serve:
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> Serve:
-        from prometheus_client import CollectorRegistry
+        from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
         self._registry = CollectorRegistry()
         self._registry.register(self.collector)  # describe(): no query at registration
+        # the serve process itself (process_* from /proc, python_info), on this registry
+        # only: the global default registry is never touched
+        ProcessCollector(registry=self._registry)
+        PlatformCollector(registry=self._registry)
         connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
         self._store_id = self.store_identity()
         server_cls = BoundedServer

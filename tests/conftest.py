@@ -100,6 +100,20 @@ def payload(event: str, cwd, **fields) -> dict:
     return base
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_state_dir(tmp_path_factory):
+    """The per-user state dir (XDG_STATE_HOME: the instance id, spill fallbacks) of this test
+    run, never the real user's; subprocesses inherit it through clean_env."""
+    path = str(tmp_path_factory.mktemp("xdg-state"))
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = path
+    yield path
+    if old is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+
+
 @pytest.fixture
 def project(tmp_path):
     """A project directory set up by the real `memhealth init`, without the convention files

@@ -376,7 +376,7 @@ def test_one_alert_per_gate_check_with_the_checks_severity():
         check = GATE_CHECKS[name]
         assert rule["labels"]["severity"] == check.severity
         assert rule["expr"] == (f'max by (instance, check) '
-                                f'(memhealth_gate_check_status{{check="{name}"}}) == 2')
+                                f'(memhealth_gate_check_state{{check="{name}",status="red"}}) == 1')
         assert rule["annotations"]["runbook_url"].endswith(f"#gate-check-{name}")
         assert "FIX: run `memhealth gate`" in rule["annotations"]["description"]
     assert {c.severity for c in GATE_CHECK_LIST} == {"critical", "warning"}
@@ -602,6 +602,9 @@ def test_compose_file_parses_mounts_existing_paths_and_binds_loopback():
                 assert volume.startswith("${MEMHEALTH_PROJECT:?"), f"{name}: {volume} must say what to set"
                 continue
             source = volume.split(":", 1)[0]
+            if not source.startswith((".", "/")):  # a named volume: declared at the top level
+                assert source in compose.get("volumes", {}), f"{name}: volume {source} undeclared"
+                continue
             path = os.path.normpath(os.path.join(compose_dir, source))
             assert os.path.exists(path), f"{name} mounts {source}, missing in the repo"
             mounted.add(os.path.relpath(path, REPO))
@@ -611,6 +614,43 @@ def test_compose_file_parses_mounts_existing_paths_and_binds_loopback():
     assert {"dashboards", "alerts"} <= mounted  # mounted as they are, not copied
     for path in ("compose/otel-collector.yaml", "compose/tempo.yaml"):
         assert isinstance(_load(path), dict)
+
+
+def test_compose_says_v2_and_runs_memhealth_as_a_non_root_user():
+    with open(os.path.join(REPO, "compose", "docker-compose.yml"), encoding="utf-8") as fh:
+        header = fh.read().split("\nname:", 1)[0]
+    assert "Compose v2" in header and "v1" in header  # v1 rejects the top-level `name:`
+    with open(os.path.join(REPO, "compose", "Dockerfile"), encoding="utf-8") as fh:
+        lines = [line.split() for line in fh if line.strip() and not line.startswith("#")]
+    users = [words[1] for words in lines if words[0] == "USER"]
+    last_from = max(i for i, words in enumerate(lines) if words[0] == "FROM")
+    assert users and lines.index(["USER", users[-1]]) > last_from
+    assert users[-1].split(":")[0] not in ("0", "root")
+    memhealth = _load("compose/docker-compose.yml")["services"]["memhealth"]
+    default_uid = memhealth["user"].split(":-", 1)[1].split("}", 1)[0]
+    assert memhealth["user"].startswith("${MEMHEALTH_UID:-") and default_uid == users[-1].split(":")[0]
+
+
+def test_compose_collector_limits_memory_and_sends_metrics_to_prometheus_otlp():
+    collector = _load("compose/otel-collector.yaml")
+    pipelines = collector["service"]["pipelines"]
+    assert set(pipelines) == {"traces", "metrics"}
+    for name, pipeline in pipelines.items():
+        assert pipeline["processors"][0] == "memory_limiter", name  # first, as the Collector asks
+        for part in ("receivers", "processors", "exporters"):
+            for ref in pipeline[part]:
+                assert ref in collector[part], f"{name} uses undefined {part[:-1]} {ref}"
+        assert "debug" not in pipeline["exporters"], name  # somewhere real
+    limiter = collector["processors"]["memory_limiter"]
+    assert 0 < limiter["spike_limit_mib"] < limiter["limit_mib"]
+    (exporter,) = pipelines["metrics"]["exporters"]
+    endpoint = collector["exporters"][exporter]["metrics_endpoint"]
+    assert endpoint == "http://prometheus:9090/api/v1/otlp/v1/metrics"
+    compose = _load("compose/docker-compose.yml")["services"]
+    flags = [a for a in compose["prometheus"]["command"] if a.startswith("--enable-feature=")]
+    assert "otlp-write-receiver" in flags[0] and "exemplar-storage" in flags[0]
+    # Prometheus scrapes serve; its OTLP export carries traces only, no double count
+    assert compose["memhealth"]["environment"]["MEMHEALTH_TELEMETRY_OTLP_METRICS"] == "false"
 
 
 def test_compose_prometheus_config_passes_promtool_with_repo_paths(tmp_path):

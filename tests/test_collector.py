@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from memory_core import heartbeat, outbox
-from memory_core.db import connect, write
+from memory_core.db import connect, load_vec, write
 from telemetry.catalog import HOOK_OUTCOMES, HOOKS, INJECTION_OUTCOMES, METRICS
 from telemetry.collector import StoreCollector
 from tests.conftest import require_binary
@@ -126,8 +126,15 @@ def test_gauges_come_from_chunks_watermarks_the_latest_gate_run_and_the_outbox(d
     assert get("memhealth_chunks", {"source": "git"}) == 1
     assert get("memhealth_vector_coverage_ratio") == 0.0
     assert get("memhealth_ingest_watermark_age_seconds", {"source": "docs"}) == pytest.approx(60, abs=5)
+    assert get("memhealth_ingest_last_timestamp_seconds", {"source": "docs"}) == (now - 60 * 10 ** 9) / 1e9
     assert get("memhealth_gate_check_status", {"check": "ingest_freshness"}) == 2
     assert get("memhealth_gate_check_status", {"check": "embedding"}) == 1
+    # the enum convention: one 0/1 series per status, exactly one 1 per check
+    state = {(check, status): get("memhealth_gate_check_state", {"check": check, "status": status})
+             for check in ("ingest_freshness", "embedding") for status in ("green", "note", "red")}
+    assert state == {("ingest_freshness", "green"): 0, ("ingest_freshness", "note"): 0,
+                     ("ingest_freshness", "red"): 1, ("embedding", "green"): 0,
+                     ("embedding", "note"): 1, ("embedding", "red"): 0}
     assert get("memhealth_embedding_state", {"state": "cold"}) == 1
     assert get("memhealth_embedding_state", {"state": "ok"}) == 0
     assert get("memhealth_outbox_backlog_spans") == 1
@@ -202,3 +209,68 @@ def test_promtool_check_metrics_passes_on_the_exposition(db):
     proc = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=30)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
     assert text.decode().count("\nmemhealth_") > 100
+
+
+def test_build_info_names_the_versions_serving_the_metrics(db):
+    import platform
+    from importlib import metadata
+
+    path, conn = db
+    registry, _ = scrape(path)
+    (sqlite_version,) = conn.execute("SELECT sqlite_version()").fetchone()
+    assert load_vec(conn)
+    (vec_version,) = conn.execute("SELECT vec_version()").fetchone()
+    info = [s for f in registry.collect() if f.name == "memhealth_build_info" for s in f.samples]
+    assert len(info) == 1 and info[0].value == 1
+    assert info[0].labels == {"version": metadata.version("memhealth"),
+                              "python": platform.python_version(), "sqlite": sqlite_version,
+                              "sqlite_vec": vec_version}
+
+
+def openmetrics_buckets(registry, hook):
+    """{le: exemplar or None} of one hook's duration buckets, parsed from an OpenMetrics scrape."""
+    from prometheus_client.openmetrics.exposition import generate_latest as om_latest
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
+
+    text = om_latest(registry).decode()
+    assert text.endswith("# EOF\n")
+    (family,) = [f for f in om_parse(text) if f.name == "memhealth_hook_duration_seconds"]
+    return {s.labels["le"]: s.exemplar for s in family.samples
+            if s.name.endswith("_bucket") and s.labels["hook"] == hook}
+
+
+def test_the_openmetrics_scrape_carries_the_latest_trace_id_per_duration_bucket(db):
+    path, conn = db
+    traces, ended = {}, {}
+    for name, seconds in (("first", 0.02), ("second", 0.03), ("slow", 0.7)):
+        traces[name] = outbox.new_trace_id()
+        start = time.time_ns() - 10 ** 9
+        ended[name] = start + int(seconds * 1e9)
+        hb = heartbeat.start(conn, "prompt", "s1", traces[name], started_ns=start)
+        heartbeat.finish(conn, hb, "prompt", start, ended_ns=ended[name])
+    registry, _ = scrape(path)
+    buckets = openmetrics_buckets(registry, "prompt")
+    # 0.02 and 0.03 share the 0.05 bucket: the later one is its exemplar
+    assert buckets["0.05"].labels == {"trace_id": traces["second"]}
+    assert buckets["0.05"].value == pytest.approx(0.03)
+    assert buckets["1.0"].labels == {"trace_id": traces["slow"]}
+    assert buckets["1.0"].value == pytest.approx(0.7)
+    stamp = buckets["1.0"].timestamp  # the observation's end, not the scrape's time
+    assert stamp.sec + stamp.nsec / 1e9 == pytest.approx(ended["slow"] / 1e9, abs=1e-3)
+    assert buckets["0.005"] is None and buckets["+Inf"] is None
+    assert openmetrics_buckets(registry, "stop")["0.05"] is None
+    # the plain text format has no exemplars and still parses
+    assert "trace_id" not in generate_latest(registry).decode()
+
+
+def test_an_exemplar_costs_one_row_per_bucket_not_per_invocation(db):
+    path, conn = db
+    for _ in range(5):
+        invoke(conn, "prompt", seconds=0.02)  # invoke() starts heartbeats without a trace id
+    assert conn.execute("SELECT count(*) FROM rollup_exemplars").fetchone()[0] == 0
+    for _ in range(5):
+        start = time.time_ns()
+        hb = heartbeat.start(conn, "prompt", "s1", outbox.new_trace_id(), started_ns=start)
+        heartbeat.finish(conn, hb, "prompt", start, ended_ns=start + 20_000_000)
+    assert conn.execute("SELECT metric, labels FROM rollup_exemplars").fetchall() == [
+        ("memhealth_hook_duration_seconds_bucket", '{"hook":"prompt","le":"0.025"}')]

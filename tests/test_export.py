@@ -237,18 +237,64 @@ def test_metrics_are_exported_from_rollups_as_sums_gauges_and_histograms(project
     conn.close()
     assert result.ok and result.metrics_sent > 10
     metrics = rx.metrics()
-    kind, points, metric = metrics["memhealth_hook_invocations_total"]
+    kind, points, metric = metrics["memhealth.hook.invocations"]
     assert kind == "sum" and metric.sum.is_monotonic
     values = {(p.attributes[0].value.string_value, p.attributes[1].value.string_value): p.as_double
               for p in points}
     assert values[("prompt", "ok")] == 2 and values[("stop", "ok")] == 0
-    kind, points, _ = metrics["memhealth_hook_duration_seconds"]
+    kind, points, hist = metrics["memhealth.hook.duration"]
+    assert hist.unit == "s"
     prompt = next(p for p in points if p.attributes[0].value.string_value == "prompt")
     assert kind == "histogram" and prompt.count == 2 and sum(prompt.bucket_counts) == 2
     assert len(prompt.bucket_counts) == len(prompt.explicit_bounds) + 1
-    kind, points, _ = metrics["memhealth_hook_last_success_timestamp_seconds"]
+    kind, points, _ = metrics["memhealth.hook.last_success_timestamp"]
     assert kind == "gauge" and len(points) == 3
     assert rx.metric_requests[-1].resource_metrics[0].resource.attributes
+
+
+def prometheus_name(name: str, unit: str, monotonic_sum: bool, gauge: bool) -> str:
+    """Prometheus's OTLP name translation (prometheus/otlptranslator, with suffixes): dots
+    to underscores, the unit's suffix unless the name has it, `_ratio` for a unit-1 gauge,
+    `_total` for a monotonic sum."""
+    out = name.replace(".", "_")
+    suffix = {"s": "seconds", "By": "bytes"}.get(unit) or ("ratio" if unit == "1" and gauge else "")
+    if suffix and not out.endswith("_" + suffix):
+        out += "_" + suffix
+    if monotonic_sum and not out.endswith("_total"):
+        out += "_total"
+    return out
+
+
+def test_otlp_metric_names_are_dotted_and_translate_back_to_the_scraped_names(project):
+    from telemetry.catalog import CATALOG
+
+    drive_session(project, events=SESSION[:3])
+    conn = connect(str(project / ".memhealth" / "memory.db"))
+    with OtlpReceiver() as rx:
+        assert export_once(conn, config(project, otlp_endpoint=rx.endpoint)).ok
+    conn.close()
+    shipped = rx.metrics()
+    assert len(shipped) > 20
+    translated = set()
+    for name, (kind, _points, metric) in shipped.items():
+        assert "_total" not in name and not name.endswith("_seconds") and name.count(".") >= 1
+        translated.add(prometheus_name(name, metric.unit, kind == "sum" and metric.sum.is_monotonic,
+                                       kind == "gauge"))
+    assert translated <= set(CATALOG)
+    assert {"memhealth_hook_invocations_total", "memhealth_hook_duration_seconds",
+            "memhealth_vector_coverage_ratio", "memhealth_build_info"} <= translated
+
+
+def test_otlp_metrics_off_ships_the_spans_alone(project):
+    """compose sets it: Prometheus scrapes that serve, so OTLP metrics would count the store twice."""
+    drive_session(project, events=SESSION[:2])
+    conn = connect(str(project / ".memhealth" / "memory.db"))
+    with OtlpReceiver() as rx:
+        result = export_once(conn, config(project, otlp_endpoint=rx.endpoint, otlp_metrics="false"))
+    conn.close()
+    assert result.ok and result.spans_sent == len(rx.spans) > 0
+    assert result.metrics_sent == 0
+    assert [p for p, _ in rx.requests] == ["/v1/traces"]
 
 
 def test_gzip_compression_from_the_standard_variable_is_honoured(project, monkeypatch):

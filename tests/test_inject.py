@@ -104,9 +104,12 @@ def test_the_trace_carries_each_gate_with_its_arithmetic(store):
     trace = Trace()
     inject.decide(store, "build a snapshot compactor", "build", cfg(), "s1", trace)
     spans = {s.name: s for s in trace.spans}
-    assert [s.name for s in trace.spans] == ["inject.relevance", "memory.search", "inject.session_cap"]
+    assert [s.name for s in trace.spans] == ["inject.relevance", "memory.search", "SELECT chunks_fts",
+                                             "inject.session_cap"]
     assert spans["memory.search"].parent_span_id == spans["inject.relevance"].span_id
-    assert spans["memory.search"].attributes["db.system.name"] == "sqlite"
+    assert spans["SELECT chunks_fts"].parent_span_id == spans["memory.search"].span_id
+    assert spans["SELECT chunks_fts"].kind == "client"
+    assert spans["SELECT chunks_fts"].attributes["db.system.name"] == "sqlite"
     rel = spans["inject.relevance"].attributes
     assert rel["memhealth.relevance.idf_sum"] > 0 and rel["memhealth.relevance.threshold"] == 7.0
 

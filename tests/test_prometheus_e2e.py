@@ -31,8 +31,10 @@ KEY_PANELS = {
     "latency.json": {"prompt: duration vs 1 s budget", "Retrievals per second",
                      "Hook latency SLO: share of runs over budget"},
     "injection.json": {"Injection cascade (funnel)", "Decisions by outcome",
-                       "Injected share of prompts (dashboard range)"},
-    "gate.json": {"Gate check status over time", "Embedding state timeline (cold vs dead)",
+                       "Injected share of prompts (dashboard range)",
+                       "Agent memory tool calls (MCP)"},
+    "gate.json": {"Gate check status over time", "Gate checks by status now",
+                  "Ingest watermark age", "Embedding state timeline (cold vs dead)",
                   "Gate runs by verdict", "Chunks and vector coverage", "Telemetry pipeline"},
     "alert-budget.json": {"Pages left in this window", "Decisions in range",
                           "Decisions by route"},
@@ -84,7 +86,9 @@ class Prometheus:
         self.proc = subprocess.Popen(
             [binary, f"--config.file={tmp_path / 'prometheus.yml'}",
              f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
+             f"--web.listen-address=127.0.0.1:{self.port}",
+             # as compose runs it: exemplars (trace ids) from the OpenMetrics scrape are kept
+             "--enable-feature=exemplar-storage"],
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_for("prometheus /-/ready", self._ready, timeout=20)
 
@@ -148,6 +152,7 @@ def stack(tmp_path_factory):
     hook(project, "prompt", prompt="thanks")
     run_cli("gate", "--project", str(project))
     app = ServeProcess(project, "--no-export")  # probes on: the scheduled gate runs at start
+    app.project = project
     prom = None
     try:
         alert = {"receiver": "page", "status": "firing", "alerts": [{
@@ -198,6 +203,26 @@ def test_every_dashboard_panel_query_evaluates_against_real_scraped_data(stack):
     titles = {(d, t) for d, t, _, _ in queries}
     for dashboard, wanted in KEY_PANELS.items():
         assert {(dashboard, t) for t in wanted} <= titles, f"{dashboard}: a key panel was renamed"
+
+
+def test_prometheus_keeps_the_trace_id_exemplars_of_hook_duration_buckets(stack):
+    app, prom = stack
+    now = time.time()
+
+    def exemplars():
+        url = prom.url + "/api/v1/query_exemplars?" + urllib.parse.urlencode({
+            "query": 'memhealth_hook_duration_seconds_bucket{hook="prompt"}',
+            "start": now - 600, "end": now + 60})
+        return [e for series in get_json(url)["data"] for e in series["exemplars"]]
+
+    got = wait_for("prompt duration exemplars in Prometheus", exemplars, timeout=15)
+    db = sqlite3.connect(app.project / ".memhealth" / "memory.db")
+    try:
+        traces = {t for (t,) in db.execute("SELECT trace_id FROM heartbeats WHERE hook = 'prompt'")}
+    finally:
+        db.close()
+    assert {e["labels"]["trace_id"] for e in got} <= traces
+    assert all(float(e["value"]) > 0 for e in got)
 
 
 def test_rules_load_healthy_and_a_quiet_session_pages_nobody(stack):

@@ -201,13 +201,15 @@ def test_search_records_a_memory_search_span_with_the_embedding_span_inside(stor
     embed_all(store, ollama.url)
     trace = Trace()
     search(store, "checkpoint", config(ollama.url), k=4, trace=trace)
-    outer, inner = trace.spans
-    assert outer.name == "memory.search"
-    assert outer.attributes["db.system.name"] == "sqlite"
-    assert outer.attributes["gen_ai.request.top_k"] == 4
+    outer, bm25, inner, knn = trace.spans
+    assert (outer.name, outer.kind) == ("memory.search", "internal")
+    assert outer.attributes["memhealth.search.k"] == 4
     assert outer.attributes["memhealth.search.legs"] == "bm25,vector"
     assert "checkpoint" not in json.dumps(outer.attributes)  # no query text by default
     assert inner.name == f"embeddings {MODEL}" and inner.parent_span_id == outer.span_id
+    # each store query is a DB client span under the retrieval (tests/test_semconv.py)
+    assert [(s.name, s.kind, s.parent_span_id) for s in (bm25, knn)] == [
+        ("SELECT chunks_fts", "client", outer.span_id), ("SELECT chunks_vec", "client", outer.span_id)]
 
 
 def test_control_characters_and_nul_in_the_query_are_stripped(store):

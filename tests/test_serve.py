@@ -368,3 +368,38 @@ def test_the_serve_command_writes_exporter_failures_to_stderr(project):
                 proc.kill()
                 proc.wait(timeout=5)
     assert line.startswith("memhealth serve: export failed: "), line
+
+
+def test_an_openmetrics_scrape_links_hook_buckets_to_their_traces_and_shows_the_process(
+        project, serve):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
+
+    hook(project, "prompt", prompt="hello there")
+    app = serve("--no-probes", "--no-export")
+    req = urllib.request.Request(app.url + "/metrics",
+                                 headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.headers["Content-Type"].startswith("application/openmetrics-text")
+        families = {f.name: f for f in om_parse(resp.read().decode())}
+    exemplars = [s.exemplar for s in families["memhealth_hook_duration_seconds"].samples
+                 if s.labels.get("hook") == "prompt" and s.exemplar is not None]
+    traces = {t for (t,) in rows(project, "SELECT trace_id FROM heartbeats WHERE hook = 'prompt'")}
+    assert len(exemplars) == 1 and exemplars[0].labels["trace_id"] in traces
+    # the trace id is one the outbox holds spans for, so the link opens a trace
+    assert rows(project, "SELECT count(*) FROM spans WHERE trace_id = ?",
+                (exemplars[0].labels["trace_id"],))[0][0] > 0
+    # serve's own process and platform collectors, beside the store's metrics
+    assert families["process_resident_memory_bytes"].samples[0].value > 0
+    assert families["python_info"].samples[0].labels["implementation"] == "CPython"
+    assert families["memhealth_build_info"].samples[0].value == 1
+
+
+def test_promtool_accepts_serves_whole_text_exposition(project, serve):
+    from tests.conftest import require_binary
+
+    promtool = require_binary("promtool")
+    hook(project, "prompt", prompt="hello there")
+    status, body, _ = serve("--no-probes", "--no-export").get("/metrics")
+    assert status == 200 and b"process_cpu_seconds_total" in body
+    proc = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()

@@ -21,7 +21,6 @@ from telemetry.artifacts.recording import (
     SliRules,
     recording_groups,
 )
-from telemetry.catalog import GATE_STATUS_VALUES
 from telemetry.slo import (
     BURN_TIERS,
     COLD_HOLD,
@@ -207,13 +206,13 @@ def _pipeline_alerts() -> list[Alert]:
 
 def gate_check_alerts() -> list[Alert]:
     """One rule per gate check, so each has its own severity, `for` and runbook section."""
-    status = m("memhealth_gate_check_status")
-    red = GATE_STATUS_VALUES["red"]
+    # the enum series: `status="red"` says what it means, where `== 2` needed the code table
+    state = m("memhealth_gate_check_state")
     out = []
     for check in GATE_CHECK_LIST:
         out.append(Alert(
             GATE_CHECK_ALERT,
-            f'max by ({LEVEL}, check) ({status}{{check="{check.name}"}}) == {red}',
+            f'max by ({LEVEL}, check) ({state}{{check="{check.name}",status="red"}}) == 1',
             check.severity, check.component,
             f"Gate check {check.name} is RED on {{{{ $labels.instance }}}}",
             f"The health gate reports {check.name} RED: {check.means}. FIX: run `memhealth "

@@ -11,7 +11,7 @@ generate time; the anchor after `#` is literal.
 from __future__ import annotations
 
 from telemetry.artifacts.promql import le, m
-from telemetry.catalog import EMBEDDING_STATES, HOOK_LATENCY_BUDGETS_S
+from telemetry.catalog import EMBEDDING_STATES, GATE_STATUSES, HOOK_LATENCY_BUDGETS_S
 
 BURN = "MemhealthHookErrorBudgetBurn"
 LAT = "MemhealthHookLatencyBudgetBurn"
@@ -139,6 +139,20 @@ def _series(metric: str, values: str, **labels) -> dict:
         m(metric)
     inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
     return {"series": f"{metric}{{{inner}}}", "values": values}
+
+
+def _gate_state(instance: str, check: str, status: str, minutes: int, then: str | None = None,
+                then_for: int = 0) -> list[dict]:
+    """memhealth_gate_check_state as serve exports it: for each status a 0/1 series, 1 for
+    `status` during `minutes`, then (optionally) 1 for `then` during `then_for`."""
+    out = []
+    for value in GATE_STATUSES:
+        samples = f"{int(value == status)}x{minutes}"
+        if then is not None:
+            samples += f" {int(value == then)}x{then_for}"
+        out.append(_series("memhealth_gate_check_state", samples, instance=instance, check=check,
+                           status=value))
+    return out
 
 
 def _inv(hook: str, outcome: str, values: str, instance: str = "p1") -> dict:
@@ -358,13 +372,12 @@ def promtool_tests(runbook_url: str) -> dict[str, dict]:
         gate_tests.append(_test(
             f"{check} RED pages or tickets after {minutes} minutes; NOTE, GREEN and a short "
             "RED never do", [
-                _series("memhealth_gate_check_status", f"2x{span}", instance="p1", check=check),
+                *_gate_state("p1", check, "red", span),
                 # p2: a NOTE (green with a remark) for as long; p3: green
-                _series("memhealth_gate_check_status", f"1x{span}", instance="p2", check=check),
-                _series("memhealth_gate_check_status", f"0x{span}", instance="p3", check=check),
+                *_gate_state("p2", check, "note", span),
+                *_gate_state("p3", check, "green", span),
                 # p4: RED for less than its `for`, then green again
-                _series("memhealth_gate_check_status", f"2x{minutes - 2} 0x12", instance="p4",
-                        check=check),
+                *_gate_state("p4", check, "red", minutes - 2, then="green", then_for=12),
             ], [(f"{minutes - 1}m", GATE, []), (f"{minutes + 1}m", GATE, [expected])]))
     files = {"slo": slo_tests + latency_tests, "embedding": embedding_tests,
              "heartbeat": heartbeat_tests, "misc": misc_tests, "gate": gate_tests}

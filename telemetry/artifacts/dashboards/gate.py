@@ -19,6 +19,16 @@ def build() -> dict:
         h=10, defaults={"mappings": mappings, "color": {"mode": "thresholds"},
                         "thresholds": thresholds(("green", None), ("blue", 1), ("red", 2))},
         options={"showValue": "never", "mergeValues": True})
+    L.add("Gate checks by status now", "stat", [target(
+        f"sum by (status) (max by (check, status) ({m('memhealth_gate_check_state')}{{{INST}}}))",
+        "{{status}}", instant=True)],
+        "How many checks are green, note and red in the latest gate run (the enum series: one "
+        "0/1 series per status and check).", w=24, h=4,
+        overrides=[{"matcher": {"id": "byName", "options": status},
+                    "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": color}}]}
+                   for status, color in (("green", "green"), ("note", "blue"), ("red", "red"))],
+        options={"reduceOptions": {"calcs": ["lastNotNull"]}, "textMode": "value_and_name",
+                 "colorMode": "background"})
     colors = {"ok": "green", "cold": "blue", "not_configured": "text"}
     L.add("Embedding state timeline (cold vs dead)", "state-timeline", [target(
         f"max by (state) ({m('memhealth_embedding_state')}{{{INST}}}) == 1", "{{state}}")],
@@ -35,8 +45,9 @@ def build() -> dict:
         f"sum by (verdict) (increase({m('memhealth_gate_runs_total')}{{{INST}}}[$__rate_interval]))",
         "{{verdict}}")], "Session-start and scheduled gate runs.", w=8)
     L.add("Ingest watermark age", "timeseries", [target(
-        f"max by (source) ({m('memhealth_ingest_watermark_age_seconds')}{{{INST}}})",
-        "{{source}}")], "Age of each source's newest complete scan; old is fine while idle.",
+        f"time() - max by (source) ({m('memhealth_ingest_last_timestamp_seconds')}{{{INST}}})",
+        "{{source}}")], "Age of each source's newest complete scan (from its timestamp, right "
+        "even between scrapes); old is fine while idle.",
         w=8, unit="s")
     L.add("Chunks and vector coverage", "timeseries", [
         target(f"sum by (source) ({m('memhealth_chunks')}{{{INST}}})", "{{source}}"),

@@ -43,6 +43,11 @@ def build() -> dict:
         options={"reduceOptions": {"calcs": ["lastNotNull"]}})
     _cues(L)
     _capture(L)
+    L.add("Agent memory tool calls (MCP)", "timeseries", [target(
+        f"sum by (tool, outcome) (increase({m('memhealth_mcp_calls_total')}{{{INST}}}"
+        f"[$__rate_interval]))", "{{tool}} {{outcome}}")],
+        "What the agent asked for itself through `memhealth mcp` (search, remember, cues), "
+        "beside what the hooks delivered unasked.", w=24, h=7)
     return dashboard("memhealth-injection", "memhealth / Injection decisions",
                       "The precision-gated injection cascade as a funnel; cue-anchored delivery; "
                       "what sessions propose as records, and what triage keeps.", L)
