@@ -11,11 +11,16 @@ from curated sources (`injection.sources`: memory files, docs, ledgers by defaul
 transcripts would echo the session's own words back at it. Relevance needs rare
 words shared on word boundaries: at least `min_matches` prompt tokens found in the item,
 their summed IDF at least `idf_sum_threshold`, and one of them at least `distinctive_idf`.
-Below 50 chunks IDF says little, so only the overlap count applies (REFERENCE §4.4).
+IDF is counted over those curated sources too: each re-proposal of a dead end is ingested
+as a transcript chunk, and counted there it would make the dead end's words commoner
+exactly as it recurs. Below 50 curated chunks IDF says little, so only the overlap count
+applies (REFERENCE §4.4).
 
-What may be DO-NOT-REBUILD is decided by the item, not the intent: only subsystem inventory
-entries (memory of kind `subsystem`) and, when records carry a state, confirmed records
-(`dnr_eligible`), on build or decision intent. Their leg runs first and scores every entry
+What may be DO-NOT-REBUILD or DEAD-END is decided by the item, not the intent
+(`entry_block`): subsystem inventory entries (memory of kind `subsystem`) are
+DO-NOT-REBUILD, dead-end records with `status: confirmed` are DEAD-END ("was tried and
+ruled out", the statement once, where it was said), on build or decision intent; a
+confirmed decision stays lineage. Their leg runs first and scores every entry
 directly (an inventory is tens of entries): an entry is relevant when the prompt names it
 (`entry_relevance`) or shares rare words with it, and one entry — the best named — is
 rendered, with where it lives. A doc or changelog section is never the subsystem: on build
@@ -50,7 +55,6 @@ MAX_ITEMS = 2
 # records in a confirmed state (DEAD-END). A confirmed decision stays lineage.
 DNR_KINDS = frozenset({"subsystem"})
 DEAD_END_KINDS = frozenset({"dead-end", "dead_end"})
-RECORD_KINDS = frozenset({"decision", "dead-end", "dead_end"})
 CONFIRMED_STATES = frozenset({"confirmed"})
 MAX_DEAD_END = 1                   # one DEAD-END per prompt: the record it re-proposes best
 DNR_SOURCES = ("memory", "ledger")
