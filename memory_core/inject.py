@@ -11,10 +11,10 @@ from curated sources (`injection.sources`: memory files, docs, ledgers by defaul
 transcripts would echo the session's own words back at it. Relevance needs rare
 words shared on word boundaries: at least `min_matches` prompt tokens found in the item,
 their summed IDF at least `idf_sum_threshold`, and one of them at least `distinctive_idf`.
-IDF is counted over those curated sources too: each re-proposal of a dead end is ingested
-as a transcript chunk, and counted there it would make the dead end's words commoner
-exactly as it recurs. Below 50 curated chunks IDF says little, so only the overlap count
-applies (REFERENCE §4.4).
+IDF is counted over those curated sources too once they hold 50 chunks: each re-proposal
+of a dead end is ingested as a transcript chunk, and counted there it would make the dead
+end's words commoner exactly as it recurs (fewer curated chunks: over the whole index).
+Below 50 chunks in all IDF says little, so only the overlap count applies (REFERENCE §4.4).
 
 What may be DO-NOT-REBUILD or DEAD-END is decided by the item, not the intent
 (`entry_block`): subsystem inventory entries (memory of kind `subsystem`) are
@@ -466,18 +466,25 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
               "distinctive_idf": icfg["distinctive_idf"], "min_matches": icfg["min_matches"]}
 
     with trace.span("inject.relevance") as span:
-        # Rarity is measured over the curated sources, the candidates' own corpus: a
-        # transcript echoes the session, and each re-proposal of a dead end ingested as a
-        # transcript chunk would make the dead end's words commoner exactly as it recurs.
+        # Rarity is measured over the curated sources, the candidates' own corpus, once they
+        # are a corpus (MIN_IDF_CORPUS chunks): a transcript echoes the session, and each
+        # re-proposal of a dead end ingested as a transcript chunk would make the dead end's
+        # words commoner exactly as it recurs. Fewer curated chunks say too little about
+        # rarity: then the whole index does, as before (and a dead end can still be named).
         curated = tuple(icfg["sources"])
-        n_docs = fts.chunk_count(conn, curated)
-        by_source = curated if n_docs < fts.chunk_count(conn) else None  # all curated: the cheap count
+        n_all, n_docs = fts.chunk_count(conn), fts.chunk_count(conn, curated)
+        over = "curated" if n_docs >= MIN_IDF_CORPUS else "all"
+        if over == "all":
+            n_docs, by_source = n_all, None
+        else:
+            by_source = curated if n_docs < n_all else None  # all curated: the cheap count
         small = n_docs < MIN_IDF_CORPUS
         df = {t: fts.doc_freq(conn, t, by_source) for t in dict.fromkeys(toks + topic)}
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
         present = [t for t in toks if df[t]]
         top_idf = round(max((idf[t] for t in present), default=0.0), 3)
-        detail.update({"corpus": n_docs, "small_corpus": small, "max_prompt_idf": top_idf})
+        detail.update({"corpus": n_docs, "idf_over": over,
+                       "small_corpus": small, "max_prompt_idf": top_idf})
         span.update({"memhealth.relevance.threshold": icfg["idf_sum_threshold"],
                      "memhealth.relevance.small_corpus": small,
                      "memhealth.relevance.max_prompt_idf": top_idf})

@@ -35,7 +35,7 @@ def item(n: int, kind: str, title: str, statement: str) -> dict:
 DEAD = item(7, "dead_end", "WAL checkpoint inside append() was slower", STATEMENT)
 
 
-def project(tmp_path, records: dict[str, str], config: str = "") -> str:
+def project(tmp_path, records: dict[str, str], config: str = "", docs: str = FILLER) -> str:
     root = tmp_path / "proj"
     root.mkdir()
     assert run_cli("init", "--project", str(root), "--no-templates").returncode == 0
@@ -44,7 +44,7 @@ def project(tmp_path, records: dict[str, str], config: str = "") -> str:
         path.write_text(path.read_text(encoding="utf-8").replace("[injection]\n", f"[injection]\n{config}", 1),
                         encoding="utf-8")
     (root / "docs").mkdir()
-    (root / "docs" / "guide.md").write_text(FILLER, encoding="utf-8")
+    (root / "docs" / "guide.md").write_text(docs, encoding="utf-8")
     rec = root / ".memhealth" / "memory" / "records"
     rec.mkdir(parents=True)
     for name, text in records.items():
@@ -170,7 +170,7 @@ def test_a_dead_end_keeps_arriving_however_often_transcripts_repeat_it(tmp_path)
     conn.close()
     again = decide(root, REPROPOSE, session="p10")
     assert again.outcome == "injected" and "DEAD-END: " in again.text, again.detail
-    assert again.detail["corpus"] == first.detail["corpus"] < total
+    assert again.detail["corpus"] == first.detail["corpus"] < total and again.detail["idf_over"] == "curated"
     assert (again.detail["idf_sum"], again.detail["max_idf"]) == (first.detail["idf_sum"], first.detail["max_idf"])
     # the same store measured on every chunk: the words the dead end needs are common now
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
@@ -180,3 +180,22 @@ def test_a_dead_end_keeps_arriving_however_often_transcripts_repeat_it(tmp_path)
         conn.close()
     assert max(everything.values()) < 3.0, everything
     assert again.detail["dead_end"][0]["matched"] >= 2
+
+
+def test_under_fifty_curated_chunks_rarity_is_the_whole_indexs_and_a_named_dead_end_still_arrives(tmp_path):
+    """A young memory (a few curated chunks) beside many transcript turns: rarity over so few
+    chunks says little, so the whole index measures it, as before. The dead end is then
+    still delivered when the prompt names it (most of its title's words)."""
+    root = project(tmp_path, {"dead_end-7-wal.md": render_record(DEAD, "2026-11-30T22:00:00Z")},
+                   docs="# Guide\n\nHow to run the service.\n")
+    conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+    with write(conn):
+        for i in range(80):
+            conn.execute("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, "
+                         "content_hash, created_ns) VALUES ('transcript', ?, ?, ?, 'turn', 'user', ?, ?, 0)",
+                         (f"t{i // 4}.jsonl", i, i, f"{REPROPOSE} (session {i})", f"t{i}"))
+    conn.close()
+    r = decide(root, REPROPOSE)
+    assert r.detail["idf_over"] == "all" and not r.detail["small_corpus"] and r.detail["corpus"] > 80, r.detail
+    assert r.outcome == "injected" and r.detail["dead_end"][0]["named"], r.detail
+    assert 'DEAD-END: "WAL checkpoint inside append() was slower"' in r.text
