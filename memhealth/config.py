@@ -51,6 +51,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "min_matches": ("int", 2, (1, 32), "word-boundary token matches needed to inject"),
         "thread_cap": ("int", 2, (0, 1000), "injections of one decision thread per session"),
         "dnr_cap": ("int", 3, (0, 1000), "DO-NOT-REBUILD blocks per session"),
+        "dead_end_cap": ("int", 3, (0, 1000), "DEAD-END blocks (confirmed dead ends re-proposed) per session"),
         "stale_cap": ("int", 3, (0, 1000), "stale-claim reminders per session"),
         "capture_content": ("bool", False, None, "record prompt text in decision rows and spans (opt-in)"),
         "sources": ("list", ["memory", "docs", "ledger"], None,

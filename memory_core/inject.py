@@ -11,11 +11,16 @@ from curated sources (`injection.sources`: memory files, docs, ledgers by defaul
 transcripts would echo the session's own words back at it. Relevance needs rare
 words shared on word boundaries: at least `min_matches` prompt tokens found in the item,
 their summed IDF at least `idf_sum_threshold`, and one of them at least `distinctive_idf`.
-Below 50 chunks IDF says little, so only the overlap count applies (REFERENCE §4.4).
+IDF is counted over those curated sources too once they hold 50 chunks: each re-proposal
+of a dead end is ingested as a transcript chunk, and counted there it would make the dead
+end's words commoner exactly as it recurs (fewer curated chunks: over the whole index).
+Below 50 chunks in all IDF says little, so only the overlap count applies (REFERENCE §4.4).
 
-What may be DO-NOT-REBUILD is decided by the item, not the intent: only subsystem inventory
-entries (memory of kind `subsystem`) and, when records carry a state, confirmed records
-(`dnr_eligible`), on build or decision intent. Their leg runs first and scores every entry
+What may be DO-NOT-REBUILD or DEAD-END is decided by the item, not the intent
+(`entry_block`): subsystem inventory entries (memory of kind `subsystem`) are
+DO-NOT-REBUILD, dead-end records with `status: confirmed` are DEAD-END ("was tried and
+ruled out", the statement once, where it was said), on build or decision intent; a
+confirmed decision stays lineage. Their leg runs first and scores every entry
 directly (an inventory is tens of entries): an entry is relevant when the prompt names it
 (`entry_relevance`) or shares rare words with it, and one entry — the best named — is
 rendered, with where it lives. A doc or changelog section is never the subsystem: on build
@@ -47,10 +52,12 @@ MIN_QUERY_IDF = 0.5  # a token in more than ~60% of chunks does not help rank ca
 MAX_PROMPT_TOKENS = 32
 CANDIDATES = 10
 MAX_ITEMS = 2
-# What may be DO-NOT-REBUILD: inventory entries, and (issue 12) records in a confirmed state.
+# What the entry leg scores: inventory entries (DO-NOT-REBUILD) and (issue 12) dead-end
+# records in a confirmed state (DEAD-END). A confirmed decision stays lineage.
 DNR_KINDS = frozenset({"subsystem"})
-RECORD_KINDS = frozenset({"decision", "dead-end", "dead_end"})
+DEAD_END_KINDS = frozenset({"dead-end", "dead_end"})
 CONFIRMED_STATES = frozenset({"confirmed"})
+MAX_DEAD_END = 1                   # one DEAD-END per prompt: the record it re-proposes best
 DNR_SOURCES = ("memory", "ledger")
 NEVER_OFFERED = ("index",)         # MEMORY.md and the like: a list of items, not an item
 LINEAGE_KINDS = frozenset({"decision", "dead-end", "dead_end", "correction", "record"})
@@ -85,11 +92,26 @@ KIND_WORDS = frozenset({"custom", "own"})
 INDEFINITE = frozenset({"a", "an"})
 
 
-def dnr_eligible(kind: str | None, attrs: dict | None) -> bool:
-    """May this item be a DO-NOT-REBUILD? An inventory entry always; a record only once
-    confirmed (attrs {"state": "confirmed"}), so a pending capture never claims to exist."""
+def confirmed(attrs: dict | None) -> bool:
+    """A record's frontmatter `status: confirmed` (memhealth triage writes it; the memory
+    ingester keeps it in the chunk's attrs)."""
+    return str((attrs or {}).get("status", "")).strip().lower() in CONFIRMED_STATES
+
+
+def entry_block(kind: str | None, attrs: dict | None) -> str | None:
+    """Which block an item of the entry leg would be: "dnr" for an inventory entry, "dead_end"
+    for a dead-end record once confirmed (a pending or hand-written one without `status:
+    confirmed` never claims to have been ruled out), None for everything else (lineage)."""
     kind = (kind or "").lower()
-    return kind in DNR_KINDS or (kind in RECORD_KINDS and (attrs or {}).get("state") in CONFIRMED_STATES)
+    if kind in DNR_KINDS:
+        return "dnr"
+    return "dead_end" if kind in DEAD_END_KINDS and confirmed(attrs) else None
+
+
+def dnr_eligible(kind: str | None, attrs: dict | None) -> bool:
+    """May this item be a DO-NOT-REBUILD? Only an inventory entry: a confirmed dead end is a
+    DEAD-END, a confirmed decision is lineage."""
+    return entry_block(kind, attrs) == "dnr"
 
 
 def stem(token: str) -> str:
@@ -122,9 +144,9 @@ class InjectResult:
 _COLUMNS = "id, source, path, line_start, line_end, kind, title, content, signal_weight, created_ns, attrs"
 
 
-def _candidates(conn, toks, sources):
-    """Lineage candidates: BM25 over the curated sources, minus index files and inventory
-    entries (those have their own leg)."""
+def _candidates(conn, toks, sources, skip=frozenset()):
+    """Lineage candidates: BM25 over the curated sources, minus index files, inventory
+    entries and the items the entry leg already scored (`skip`: those have their own leg)."""
     hits = fts.bm25(conn, toks, limit=CANDIDATES * 2, sources=sources)
     if not hits:
         return []
@@ -132,18 +154,20 @@ def _candidates(conn, toks, sources):
     rows = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
     by_id = {r[0]: r for r in rows}
     out = [(by_id[i], score) for i, score in hits
-           if i in by_id and (by_id[i][5] or "") not in NEVER_OFFERED and (by_id[i][5] or "") not in DNR_KINDS]
+           if i in by_id and i not in skip and (by_id[i][5] or "") not in NEVER_OFFERED
+           and (by_id[i][5] or "") not in DNR_KINDS]
     return out[:CANDIDATES]
 
 
 def _entries(conn) -> list[tuple]:
-    """Every DO-NOT-REBUILD-eligible item: the inventory is tens of entries, read through the
-    (source, path) index, so it is scored whole instead of ranked."""
-    kinds = sorted(DNR_KINDS | RECORD_KINDS)
+    """Every item of the entry leg (`entry_block`): the inventory and the confirmed dead ends
+    are tens of items, read through the (source, path) index, so they are scored whole
+    instead of ranked."""
+    kinds = sorted(DNR_KINDS | DEAD_END_KINDS)
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM chunks WHERE source IN ({','.join('?' * len(DNR_SOURCES))}) "
         f"AND kind IN ({','.join('?' * len(kinds))}) ORDER BY id", (*DNR_SOURCES, *kinds)).fetchall()
-    return [r for r in rows if dnr_eligible(r[5], _attrs(r))]
+    return [r for r in rows if entry_block(r[5], _attrs(r))]
 
 
 def _attrs(row) -> dict:
@@ -166,19 +190,31 @@ def item_text(row) -> str:
     return f"{title or ''} {content} {path} {attrs or ''}"
 
 
+def record_text(row) -> str:
+    """What a record says: its title and its statement. Not its file path, its `source:`
+    (a transcript path, a session id) or its `Source:` line: words of where it was said are
+    not words of what was tried."""
+    attrs = _attrs(row)
+    if not attrs.get("description"):
+        return item_text(row)
+    return f"{attrs.get('name') or row[6] or ''} {attrs['description']}"
+
+
 class Entry:
     """An inventory entry read once per prompt: its row and stemmed words; its listed
     identifiers are read only for an entry sharing enough words to pass (the hook's budget)."""
 
-    __slots__ = ("row", "words", "_idents")
+    __slots__ = ("row", "block", "text", "words", "_idents")
 
     def __init__(self, row):
-        self.row, self.words, self._idents = row, _words(item_text(row)), None
+        self.row, self.block = row, entry_block(row[5], _attrs(row))
+        self.text = record_text(row) if self.block == "dead_end" else item_text(row)
+        self.words, self._idents = _words(self.text), None
 
     @property
     def idents(self) -> dict[str, list[str]]:
         if self._idents is None:
-            self._idents = identifiers(item_text(self.row))
+            self._idents = identifiers(self.text)
         return self._idents
 
 
@@ -405,7 +441,9 @@ def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: b
     distinctive = sum(1 for t in arith["matched_tokens"] if idf.get(t, 0.0) >= icfg["distinctive_idf"])
     rare = arith["matched"] >= need if small else (
         distinctive >= need and arith["idf_sum"] >= icfg["idf_sum_threshold"])
-    instance = new_instance(said, entry_name(row), entry.words, entry.words if inventory is None else inventory)
+    # a dead end is one thing that was tried, not a category with members
+    instance = None if entry.block == "dead_end" else new_instance(
+        said, entry_name(row), entry.words, entry.words if inventory is None else inventory)
     arith["distinctive"] = distinctive
     arith.update({"name": entry_name(row), "name_cover": round(cover, 3), "named": named,
                   "identifiers": written + spelt, "written": bool(written), "new_instance": instance,
@@ -429,13 +467,25 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
               "distinctive_idf": icfg["distinctive_idf"], "min_matches": icfg["min_matches"]}
 
     with trace.span("inject.relevance") as span:
-        n_docs = fts.chunk_count(conn)
+        # Rarity is measured over the curated sources, the candidates' own corpus, once they
+        # are a corpus (MIN_IDF_CORPUS chunks): a transcript echoes the session, and each
+        # re-proposal of a dead end ingested as a transcript chunk would make the dead end's
+        # words commoner exactly as it recurs. Fewer curated chunks say too little about
+        # rarity: then the whole index does, as before (and a dead end can still be named).
+        curated = tuple(icfg["sources"])
+        n_all, n_docs = fts.chunk_count(conn), fts.chunk_count(conn, curated)
+        over = "curated" if n_docs >= MIN_IDF_CORPUS else "all"
+        if over == "all":
+            n_docs, by_source = n_all, None
+        else:
+            by_source = curated if n_docs < n_all else None  # all curated: the cheap count
         small = n_docs < MIN_IDF_CORPUS
-        df = {t: fts.doc_freq(conn, t) for t in dict.fromkeys(toks + topic)}
+        df = {t: fts.doc_freq(conn, t, by_source) for t in dict.fromkeys(toks + topic)}
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
         present = [t for t in toks if df[t]]
         top_idf = round(max((idf[t] for t in present), default=0.0), 3)
-        detail.update({"corpus": n_docs, "small_corpus": small, "max_prompt_idf": top_idf})
+        detail.update({"corpus": n_docs, "idf_over": over,
+                       "small_corpus": small, "max_prompt_idf": top_idf})
         span.update({"memhealth.relevance.threshold": icfg["idf_sum_threshold"],
                      "memhealth.relevance.small_corpus": small,
                      "memhealth.relevance.max_prompt_idf": top_idf})
@@ -443,18 +493,21 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         # Leg 1, what may be DO-NOT-REBUILD: the inventory, scored whole (no ranking needed).
         t0 = time.perf_counter()
         entries = _entries(conn) if toks and intent in DNR_INTENTS else []
-        dnr, entry_scored = [], []
+        dnr, dead_ends, entry_scored = [], [], []
         seen_names = set()
         # every word the inventory knows: a qualifier none of it mentions names something new
         profiles = [Entry(r) for r in entries]
-        inventory = set().union(*(e.words for e in profiles))
+        inventory = set().union(*(e.words for e in profiles if e.block == "dnr"))
         for entry in profiles:
             row = entry.row
             arith = entry_relevance(prompt_stems, topic, row, idf, icfg, small, said, inventory, entry)
             entry_scored.append(arith)
-            if arith["passed"] and arith["name"].lower() not in seen_names:
+            if arith["passed"] and entry.block == "dead_end":
+                dead_ends.append((arith, row))
+            elif arith["passed"] and arith["name"].lower() not in seen_names:
                 seen_names.add(arith["name"].lower())
                 dnr.append((arith, row))
+        dead_ends.sort(key=lambda s: (not s[0]["named"], -s[0]["idf_sum"]))
         # A prompt asking for a new member of a category the inventory has ("a request-id
         # middleware") is about that new thing; another entry sharing its incidental words
         # ("sets a header on every response") is not what it builds. Only an identifier the
@@ -465,6 +518,9 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
             dnr = [(a, r) for a, r in dnr if a["written"]]
         dnr.sort(key=lambda s: (not s[0]["written"], not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
         detail.update({"inventory": len(entries), "dnr_passed": len(dnr)})
+        if dead_ends:
+            detail["dead_end"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
+                                   "named": a["named"]} for a, _r in dead_ends[:MAX_ITEMS]]
         span.update({"memhealth.relevance.inventory": len(entries), "memhealth.relevance.dnr_passed": len(dnr)})
         if dnr:
             detail["dnr"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
@@ -475,14 +531,14 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         # Cheapest first: without one distinctive prompt token nothing can pass this gate.
         scored = []
         retrieval_ms = (time.perf_counter() - t0) * 1000
-        if dnr or small or top_idf >= icfg["distinctive_idf"]:
+        if dnr or dead_ends or small or top_idf >= icfg["distinctive_idf"]:
             query = [t for t in present if small or idf[t] >= MIN_QUERY_IDF]
             t1 = time.perf_counter()
             with trace.span("memory.search") as search_span:
                 search_span.update({"memhealth.search.k": CANDIDATES, "memhealth.search.legs": "bm25",
                                     "memhealth.query.tokens": len(query)})
                 with db_span(trace, "SELECT", "chunks_fts") as leg:
-                    candidates = _candidates(conn, query, tuple(icfg["sources"]))
+                    candidates = _candidates(conn, query, curated, frozenset(e.row[0] for e in profiles))
                     leg.set("db.response.returned_rows", len(candidates))
                 search_span.set("memhealth.search.hits", len(candidates))
             retrieval_ms += (time.perf_counter() - t1) * 1000
@@ -492,7 +548,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
                     small or (arith["idf_sum"] >= icfg["idf_sum_threshold"]
                               and arith["max_idf"] >= icfg["distinctive_idf"]))
                 scored.append((arith, row))
-        elif not dnr:
+        else:
             detail["reason"] = "no distinctive token in the prompt" if present else (
                 "no prompt token is in memory" if toks else "no content tokens")
             span.set("memhealth.relevance.passed", 0)
@@ -503,16 +559,17 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         # record on build intent); otherwise it is evidence under an inventory entry
         lineage = [s for s in passing if _lineage_allowed(s[1], intent)]
         pool = entry_scored + [a for a, _r in scored]
-        best = (dnr[0][0] if dnr else (passing[0][0] if passing else
-                max(pool, key=lambda a: a["idf_sum"], default=None)))
-        detail.update({"candidates": len(scored), "passed": len(dnr) + len(lineage)})
+        first = dnr or dead_ends or passing
+        best = first[0][0] if first else max(pool, key=lambda a: a["idf_sum"], default=None)
+        passed = len(dnr) + len(dead_ends) + len(lineage)
+        detail.update({"candidates": len(scored), "passed": passed})
         if best is not None:
             detail.update({"matched": best["matched"], "idf_sum": best["idf_sum"], "max_idf": best["max_idf"]})
             span.update({"memhealth.relevance.matched": best["matched"],
                          "memhealth.relevance.idf_sum": best["idf_sum"],
                          "memhealth.relevance.max_idf": best["max_idf"]})
-        span.set("memhealth.relevance.passed", len(dnr) + len(lineage))
-    if not dnr and not lineage:
+        span.set("memhealth.relevance.passed", passed)
+    if not passed:
         if not scored and "reason" not in detail:
             detail["reason"] = "no candidates"
         elif "reason" not in detail:
@@ -521,7 +578,9 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
                 else "below the gate"
         return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
 
-    offered = [(a, r, "dnr", _evidence(a, scored, icfg["min_matches"])) for a, r in dnr[:MAX_DNR]]
+    # a dead end re-proposed first: it is what this prompt is about to repeat
+    offered = [(a, r, "dead_end", []) for a, r in dead_ends[:MAX_DEAD_END]]
+    offered += [(a, r, "dnr", _evidence(a, scored, icfg["min_matches"])) for a, r in dnr[:MAX_DNR]]
     offered += [(a, r, "thread", []) for a, r in lineage[:MAX_ITEMS * 2]]
     with trace.span("inject.session_cap") as span:
         chosen = _apply_caps(conn, offered, session_id, icfg)
@@ -567,7 +626,7 @@ def _evidence(entry, scored, min_matches: int) -> list:
 def _apply_caps(conn, offered, session_id, icfg):
     """Keep at most MAX_ITEMS items not yet delivered this session and under their block's
     cap; record the deliveries. No session id disables caps (as in the reference design)."""
-    caps = {"dnr": icfg["dnr_cap"], "thread": icfg["thread_cap"]}
+    caps = {"dnr": icfg["dnr_cap"], "dead_end": icfg["dead_end_cap"], "thread": icfg["thread_cap"]}
     if session_id is None:
         return offered[:MAX_ITEMS]
     chosen = []
@@ -607,6 +666,19 @@ def _quoted(title: str) -> str:
     return '"' + " ".join(str(title).split()).replace('"', "'") + '"'
 
 
+def _dead_end(row, budget: int) -> str:
+    """A confirmed dead end: what was tried and ruled out, with the record's provenance, the
+    statement once (the record file repeats it as description, heading and body) and where
+    it was said (transcript:line, session, time)."""
+    attrs = _attrs(row)
+    statement = attrs.get("description") or row[7]
+    lines = [f"DEAD-END: {_quoted(entry_name(row))} was tried and ruled out — {_provenance(row)}.",
+             f"  {clip(' '.join(str(statement).split()), budget)}"]
+    if attrs.get("source"):
+        lines.append(f"  said at: {' '.join(str(attrs['source']).split())}")
+    return "\n".join(lines)
+
+
 def render(chosen, intent: str, max_chars: int) -> str:
     """Frame each item with its provenance; the whole block stays under max_chars. A
     DO-NOT-REBUILD names the entry and where it lives; its evidence is one line each."""
@@ -616,12 +688,16 @@ def render(chosen, intent: str, max_chars: int) -> str:
     for arith, row, block, evidence in chosen:
         body = clip(" ".join(row[7].split()), budget)
         matched = ", ".join(arith["matched_tokens"][:6])
+        if block == "dead_end":
+            parts.append(_dead_end(row, budget))
+            continue
         if block == "dnr":
             where = _attrs(row).get("path")
             lives = f" (lives in {where})" if where else ""
             head = f"DO-NOT-REBUILD? {_quoted(entry_name(row))} may already exist{lives} — {_provenance(row)}."
         else:
-            kind = "Decision lineage" if row[1] == "ledger" or (row[5] or "") in LINEAGE_KINDS else "Related record"
+            kind = ("Dead-end record" if (row[5] or "").lower() in DEAD_END_KINDS else "Decision lineage"
+                    if row[1] == "ledger" or (row[5] or "") in LINEAGE_KINDS else "Related record")
             head = f"{kind}: {_quoted(row[6] or row[2])} — {_provenance(row)}."
         lines = [head, f"  shares: {matched}", f"  {body}"]
         lines += [f"  mentioned in: {_where(e)} {_quoted(e[6] or e[2])} ({e[1]})" for e in evidence]

@@ -187,8 +187,14 @@ def test_investigation_intent_gets_no_do_not_rebuild(tmp_path):
     assert 'DO-NOT-REBUILD? "command-line client"' in built.text
 
 
-@pytest.mark.parametrize("state, block", [("confirmed", "DO-NOT-REBUILD?"), ("pending", "Decision lineage:")])
-def test_a_record_is_do_not_rebuild_only_once_confirmed(tmp_path, state, block):
+@pytest.mark.parametrize("kind, status, block", [
+    ("decision", "confirmed", "Decision lineage:"),  # a confirmed decision is lineage, never DO-NOT-REBUILD
+    ("decision", "pending", "Decision lineage:"),
+    ("dead_end", "confirmed", "DEAD-END:"),           # only a confirmed dead end is "tried and ruled out"
+    ("dead_end", "pending", "Dead-end record:"),
+])
+def test_only_an_inventory_entry_is_do_not_rebuild_and_only_a_confirmed_dead_end_is_dead_end(
+        tmp_path, kind, status, block):
     conn = connect(tmp_path / "memory.db")
     with write(conn):
         for i in range(60):
@@ -196,13 +202,14 @@ def test_a_record_is_do_not_rebuild_only_once_confirmed(tmp_path, state, block):
                          "content_hash, created_ns) VALUES ('docs', ?, 1, 2, 'section', 't', ?, ?, 0)",
                          (f"d{i}.md", f"page {i} about tables and colours", f"h{i}"))
         conn.execute("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
-                     "attrs, created_ns) VALUES ('memory', 'memory/wal.md', 1, 4, 'decision', 'wal checkpointer', "
+                     "attrs, created_ns) VALUES ('memory', 'memory/wal.md', 1, 4, ?, 'wal checkpointer', "
                      "'The WAL checkpointer runs every 1000 pages in src/wal.py.', 'w', ?, 1)",
-                     (json.dumps({"name": "wal checkpointer", "state": state}),))
-    assert inject.dnr_eligible("decision", {"state": state}) is (state == "confirmed")
+                     (kind, json.dumps({"name": "wal checkpointer", "status": status})))
+    assert not inject.dnr_eligible(kind, {"status": status})
     r = inject.decide(conn, "build a wal checkpointer that runs every 1000 pages", "build",
                       load(None, environ={}), "s", Trace())
-    assert r.outcome == "injected" and f'{block} "wal checkpointer"' in r.text
+    assert r.outcome == "injected" and f'{block} "wal checkpointer"' in r.text, r.text
+    assert "DO-NOT-REBUILD" not in r.text
 
 
 def test_the_prompt_hook_names_the_entry_through_a_real_subprocess(tmp_path):

@@ -27,6 +27,10 @@ Each entry's name (`name:` of a one-subsystem file, the heading of a section), `
 `aliases:` go into the chunk's attrs: the injection cascade matches prompts against them and
 a DO-NOT-REBUILD names the entry and where it lives.
 
+A record confirmed by `memhealth triage` (`type: decision | dead_end | correction`) keeps
+its `status:`, `recorded:` and `source:` (transcript:line, session, time) in the attrs too:
+only `status: confirmed` makes it eligible for a DEAD-END block.
+
 An index file (MEMORY.md, or `type: index`) is never an item: it lists memories that are
 ingested themselves, and Claude Code already loads it into every session. Only its
 resume-anchor section (a heading with LATEST) is kept, as kind `index`, for the
@@ -47,6 +51,9 @@ _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 INDEX_NAMES = frozenset({"memory.md"})
 INDEX_KIND = "index"
 SUBSYSTEM_KIND = "subsystem"
+# records written by `memhealth triage` (memory_core/triage.py render_record)
+RECORD_KINDS = frozenset({"decision", "dead_end", "dead-end", "correction"})
+RECORD_KEYS = ("status", "recorded", "source")
 _SECTION_KEY = re.compile(r"^(path|aliases)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
 
 
@@ -88,6 +95,10 @@ def parse_memory(text: str, rel: str) -> list[Piece]:
     pieces = markdown_chunks(text, fallback_title=base)
     attrs = {k: v for k, v in (("type", fields.get("type")), ("name", name or None),
                                ("description", description or None)) if v}
+    if kind in RECORD_KINDS:
+        # a record's state and provenance: the cascade offers only confirmed records, and a
+        # DEAD-END block names where it was said (transcript:line, session, time)
+        attrs.update({k: fields[k].strip() for k in RECORD_KEYS if fields.get(k, "").strip()})
     # a subsystem file with `path:` in its frontmatter is one entry; without, a body with
     # headings is a subsystems.md: one entry per section
     one_file = kind != SUBSYSTEM_KIND or bool(fields.get("path")) or not any(p.title != base for p in pieces)

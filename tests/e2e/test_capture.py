@@ -137,12 +137,10 @@ def test_memhealth_hook_output_in_the_transcript_never_becomes_a_candidate(captu
 
 
 def test_a_confirmed_dead_end_reaches_the_model_when_it_is_proposed_again(captured):
-    """Today a confirmed record reaches the cascade through the existing blocks: its file is
-    memory of kind `dead_end`, which is lineage (memory_core/inject.py LINEAGE_KINDS), so on
-    build intent it arrives as a "Decision lineage" block after the prompt, with both
-    provenances. It is not a DO-NOT-REBUILD: `dnr_eligible` admits a record only when its
-    chunk attrs carry state "confirmed", and the memory ingester keeps only type, name and
-    description from the frontmatter (the record's `status: confirmed` is not read)."""
+    """A confirmed record is memory of kind `dead_end` whose `status: confirmed` the memory
+    ingester keeps in the chunk's attrs; re-proposed on build intent it arrives as a DEAD-END
+    block after the prompt (memory_core/inject.py `entry_block`), with both provenances. It is
+    not a DO-NOT-REBUILD: only an inventory entry is."""
     dead, record = confirm_dead_end(captured)
     assert rows(captured.project.root, "SELECT count(*) FROM chunks")[0][0] < 50  # the small-corpus mode
 
@@ -154,7 +152,8 @@ def test_a_confirmed_dead_end_reaches_the_model_when_it_is_proposed_again(captur
     block = blocks[0]
     assert DEAD_END in block, block
     heads = [line for line in block.splitlines() if record in line]
-    assert len(heads) == 1 and heads[0].startswith("Decision lineage: "), block
+    assert len(heads) == 1 and heads[0].startswith("DEAD-END: "), block
+    assert block.count(DEAD_END) == 1, block  # the statement once, not as description, heading and body
     assert "DO-NOT-REBUILD" not in block, block
     # both provenances: the record file, and the transcript line where it was said
     assert f"{dead['transcript']}:{dead['line']}" in block, block
@@ -206,11 +205,6 @@ def test_a_confirmed_dead_end_reaches_the_model_in_a_project_past_the_small_corp
     assert arrived and not detail["small_corpus"], detail
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the cascade's rarity gate (distinctive_idf 3.0) is computed over a corpus that ingests every "
-    "re-proposal as a transcript chunk: each time the dead end is proposed again its words get "
-    "commoner, and at the third proposal in this 85-chunk project max_idf is 2.85 and the "
-    "confirmed record is below_relevance: it stops arriving exactly when it recurs"))
 def test_a_confirmed_dead_end_keeps_reaching_the_model_each_time_it_is_proposed_again(grown):
     while len(grown.reproposals) < 3:
         repropose(grown)
