@@ -601,6 +601,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
 
     if root is not None:
         chosen = _check_claims(root, chosen, detail, trace)
+    chosen = _threads(conn, chosen, detail)
     text = render(chosen, intent, icfg["max_chars"])
     detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"]} for a, _r, b, _e in chosen]
     if icfg["mode"] == "off":
@@ -765,6 +766,69 @@ def _check_claims(root: str, chosen: list, detail: dict, trace) -> list:
     return out
 
 
+MAX_THREAD = 8                     # decisions shown in one lineage thread
+
+
+def _links(row) -> tuple[str, str, str]:
+    attrs = _attrs(row)
+    return tuple(str(attrs.get(k) or "").strip() for k in ("candidate", "supersedes", "superseded_by"))
+
+
+def _threads(conn, chosen: list, detail: dict) -> list:
+    """Attach its lineage thread (newest first) to each chosen decision record that links to
+    another (`supersedes:` / `superseded_by:`, written by `memhealth triage confirm ID
+    --supersedes OTHER`); a second chosen record of a thread already shown is dropped. The
+    records are read only when a chosen one links: tens of rows by the (source, kind) index."""
+    if not any(b == "thread" and any(_links(r)[1:]) for _a, r, b, _e in chosen):
+        return chosen
+    by_id = {}
+    for row in conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE source = 'memory' AND kind = 'decision' "
+                            "ORDER BY id"):
+        cand = _links(row)[0]
+        if cand and cand not in by_id:  # a record's first chunk speaks for it
+            by_id[cand] = row
+    out, shown = [], set()
+    for arith, row, block, evidence in chosen:
+        cand, back, forward = _links(row)
+        if block != "thread" or not (back or forward) or cand not in by_id:
+            out.append((arith, row, block, evidence))
+            continue
+        if cand in shown:
+            continue
+        newest, steps = cand, 0
+        while _links(by_id[newest])[2] in by_id and steps < MAX_THREAD:  # forward to the newest
+            newest, steps = _links(by_id[newest])[2], steps + 1
+        thread, at = [], newest
+        while at in by_id and at not in thread and len(thread) < MAX_THREAD:  # back, newest first
+            thread.append(at)
+            at = _links(by_id[at])[1]
+        shown.update(thread)
+        arith = {**arith, "thread": [by_id[c] for c in thread]}
+        detail.setdefault("lineage", []).append({"chunk_id": row[0], "thread": [int(c) if c.isdigit() else c
+                                                                               for c in thread]})
+        out.append((arith, row, block, evidence))
+    return out
+
+
+def _thread_lines(arith: dict, row, budget: int) -> list[str]:
+    """The thread under a decision-lineage block: each decision, newest first, when recorded,
+    which one is current, and its statement (the matched one marked)."""
+    rows = arith.get("thread") or []
+    if len(rows) < 2:
+        return []
+    each = max(budget // len(rows), 80)
+    lines = ["  thread, newest first:"]
+    for n, r in enumerate(rows):
+        attrs = _attrs(r)
+        cand, _back, forward = _links(r)
+        day = str(attrs.get("recorded") or "")[:10] or "unknown date"
+        state = "current" if n == 0 else f"superseded by #{forward}"
+        here = " ← matched" if r[0] == row[0] else ""
+        statement = clip(" ".join(str(attrs.get("description") or r[7]).split()), each)
+        lines.append(f"  {n + 1}. #{cand} {_quoted(entry_name(r))} (recorded {day}, {state}){here}: {statement}")
+    return lines
+
+
 def _where(row) -> str:
     _id, source, path, ls, le = row[:5]
     return f"{path}:{ls}-{le}" if ls else path
@@ -831,7 +895,9 @@ def render(chosen, intent: str, max_chars: int) -> str:
             kind = ("Dead-end record" if (row[5] or "").lower() in DEAD_END_KINDS else "Decision lineage"
                     if row[1] == "ledger" or (row[5] or "") in LINEAGE_KINDS else "Related record")
             head = f"{kind}: {_quoted(row[6] or row[2])} — {_provenance(row)}."
-        lines = [head, f"  shares: {matched}", f"  {body}"]
+        thread = _thread_lines(arith, row, budget)
+        # a thread states each decision, the matched one too: its body is not repeated
+        lines = [head, f"  shares: {matched}"] + (thread or [f"  {body}"])
         lines += [f"  mentioned in: {_where(e)} {_quoted(e[6] or e[2])} ({e[1]})" for e in evidence]
         parts.append("\n".join(lines))
     return clip("\n".join(parts), max_chars)
