@@ -699,7 +699,8 @@ def recorded_at(value) -> tuple[float, str] | None:
 
 def claimed_paths(root: str, value, transcript_ok: bool = True) -> list[str]:
     """The project files an item names (a `path:` value, or a record's `source:`), relative to
-    `root`: comma- or space-separated, backticks and a `:line` suffix dropped. A glob, a URL, a
+    `root`: comma- or space-separated, backticks and a `:line` suffix dropped; a word with
+    neither a slash nor a dot is commentary, not a path. A glob, a URL, a
     path outside the project and (with `transcript_ok` false) a transcript (`.jsonl`: appended
     to as the session goes on, and the record is about what was said in it) name nothing the
     tree can refute."""
@@ -707,6 +708,8 @@ def claimed_paths(root: str, value, transcript_ok: bool = True) -> list[str]:
     for raw in re.split(r"[,\s]+", str(value or "")):
         rel = _LINE_SUFFIX.sub("", raw.strip("`'\"()[]<>;.").rstrip(":")) if raw else ""
         if not rel or "://" in rel or any(c in rel for c in "*?[{$~") or rel.startswith("-"):
+            continue
+        if "/" not in rel and "." not in rel:  # a word of commentary ("(SOCKS5)"), not a path
             continue
         if not transcript_ok and rel.endswith(".jsonl"):
             continue

@@ -76,6 +76,9 @@ def test_an_inventory_entry_claims_its_path_exists(tmp_path):
     # a list: the first one missing is named; a directory exists like a file
     assert inject.stale_claim(root, "subsystem", {"path": "`src/a.py`, src/b.py"}) == "src/b.py no longer exists"
     assert inject.stale_claim(root, "subsystem", {"path": "src/"}) is None
+    # words around a path are commentary, not paths that could be missing
+    assert inject.stale_claim(root, "subsystem", {"path": "src/a.py (SOCKS5 support)"}) is None
+    assert inject.stale_claim(root, "subsystem", {"path": "gone.py (SOCKS5)"}) == "gone.py no longer exists"
     # what the tree cannot refute cheaply is never stale: no path, a glob, a URL, outside the project
     for value in (None, "", "src/**/*.py", "https://example.org/x.py", "../elsewhere.py", "/etc/nothing-here"):
         assert inject.stale_claim(root, "subsystem", {"path": value}) is None, value
