@@ -6,7 +6,8 @@ from memhealth.cliutil import add_parser
 
 # init_project reports what it did in the past tense; a dry run says what it would do.
 _DRY = {"created": "would create", "wrote": "would write", "added": "would add",
-        "updated": "would update", "removed": "would remove"}
+        "updated": "would update", "removed": "would remove",
+        "registered": "would register"}
 
 
 def register(sub):
@@ -24,6 +25,9 @@ def register(sub):
     p.add_argument("--no-templates", dest="templates", action="store_false",
                    help="do not install the convention files (MEMORY.md with its resume anchor, "
                         "invariants.md, the decisions ledger, CONSTITUTION.md)")
+    p.add_argument("--unregister", action="store_true",
+                   help="remove this project from the per-user registry that `memhealth serve --all` "
+                        "reads ($XDG_STATE_HOME/memhealth/projects.json); nothing else changes")
     p.set_defaults(func=run)
     return p
 
@@ -35,7 +39,22 @@ def dry_run_line(action: str) -> str:
 
 
 def run(args) -> int:
+    import os
+
     from memhealth.installer import init_project
+
+    if args.unregister:
+        from memory_core import registry
+
+        root = os.path.abspath(args.project)
+        try:
+            removed = registry.unregister(root)
+        except registry.RegistryError as exc:
+            print(f"memhealth init: {exc}")
+            return 1
+        print(f"memhealth init: {'removed' if removed else 'was not registered:'} {root} "
+              f"{'from' if removed else 'in'} {registry.registry_path()}")
+        return 0
 
     actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run,
                            templates=args.templates)
