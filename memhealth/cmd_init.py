@@ -41,7 +41,7 @@ def dry_run_line(action: str) -> str:
 def run(args) -> int:
     import os
 
-    from memhealth.installer import init_project
+    from memhealth.installer import NOTE, init_project
 
     if args.unregister:
         from memory_core import registry
@@ -58,10 +58,11 @@ def run(args) -> int:
 
     actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run,
                            templates=args.templates)
-    if not actions:
+    changes = [a for a in actions if not a.startswith(NOTE)]
+    if not changes:
         print("memhealth init: already set up; nothing changed")
     for line in actions:
-        print(dry_run_line(line) if args.dry_run else line)
-    if actions and not args.dry_run:
+        print(line if line.startswith(NOTE) or not args.dry_run else dry_run_line(line))
+    if changes and not args.dry_run:
         print("next: `memhealth ingest` to index docs, memory files and history, then `memhealth gate`")
     return 0

@@ -37,7 +37,8 @@ WIRING = (
     ("Stop", "stop", None, 5, None),
     ("SessionEnd", "session-end", None, 5, None),
 )
-MARKER = " hook "  # our commands are "<launcher> hook <event>"
+MARKER = " hook "
+NOTE = "note: "  # an action line that reports, and changes nothing  # our commands are "<launcher> hook <event>"
 
 GITIGNORE = """# memhealth state: the database and runtime files are per machine.
 memory.db
@@ -269,5 +270,6 @@ def _register(root: str, dry_run: bool) -> list[str]:
     try:
         name, added = registry.register(root)
     except (OSError, registry.RegistryError) as exc:
-        return [f"not registered for `memhealth serve --all`: {exc}"]
+        # a note, not a change: a second init still reads "nothing changed"
+        return [f"{NOTE}not registered for `memhealth serve --all`: {exc}"]
     return [f"registered this project as {name!r} in {path} (for `memhealth serve --all`)"] if added else []

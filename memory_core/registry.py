@@ -21,6 +21,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from memory_core.layout import STATE_DIR
+
 REGISTRY_NAME = "projects.json"
 MAX_PROJECTS = 256  # the `project` label's cardinality is bounded by the registry
 MAX_NAME_CHARS = 64
@@ -177,6 +179,10 @@ def register(root: str, environ=None) -> tuple[str, bool]:
         for e in items:
             if e.root == root:
                 return e.name, False
+        if len(items) >= MAX_PROJECTS:
+            # full: drop projects whose directory no longer holds .memhealth/ (deleted or
+            # moved); only then, so a project on an unmounted disk keeps its name otherwise
+            items = [e for e in items if os.path.isdir(os.path.join(e.root, STATE_DIR))]
         if len(items) >= MAX_PROJECTS:
             raise RegistryFull(f"{path} already lists {MAX_PROJECTS} projects; "
                                "remove one with `memhealth init --unregister` in its directory")

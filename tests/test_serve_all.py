@@ -130,6 +130,29 @@ def test_a_corrupt_registry_is_left_untouched_and_init_still_succeeds(tmp_path):
     assert path.read_text() == "{not json"
 
 
+def test_a_full_registry_drops_gone_projects_first_and_otherwise_only_notes(tmp_path):
+    env = _env(tmp_path / "xdg")
+    path = tmp_path / "xdg" / "memhealth" / "projects.json"
+    path.parent.mkdir(parents=True)
+    live = []
+    for i in range(registry.MAX_PROJECTS):
+        root = tmp_path / "live" / f"p{i}"
+        (root / ".memhealth").mkdir(parents=True)
+        live.append({"name": f"p{i}", "root": str(root), "added": 1.0})
+    gone = {"name": "gone", "root": str(tmp_path / "deleted"), "added": 1.0}
+    path.write_text(json.dumps({"version": 1, "projects": [gone, *live[1:]]}))
+    # full, one entry's directory gone: it makes room
+    assert "registered this project as 'extra'" in _init(tmp_path / "extra", env)
+    names = [e.name for e in registry.read(str(path))]
+    assert "gone" not in names and "extra" in names and len(names) == registry.MAX_PROJECTS
+    # full of live projects: init says so and is otherwise set up; a rerun changes nothing
+    out = _init(tmp_path / "late", env)
+    assert "note: not registered for `memhealth serve --all`" in out and "256 projects" in out
+    assert "nothing changed" in run_cli("init", "--project", str(tmp_path / "late"),
+                                        "--no-templates", env=env).stdout
+    assert "late" not in [e.name for e in registry.read(str(path))]
+
+
 def test_serve_all_refuses_a_project_flag(tmp_path):
     proc = run_cli("serve", "--all", "--project", str(tmp_path), env=_env(tmp_path / "xdg"))
     assert proc.returncode == 2 and "--all" in proc.stderr, proc.stderr
