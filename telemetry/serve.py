@@ -705,7 +705,10 @@ class MultiServe:
         ProcessCollector(registry=self._registry)
         PlatformCollector(registry=self._registry)
         for target in self.targets().values():
-            connect(target.project.db_path).close()  # migrate up front, not inside a scrape
+            try:
+                connect(target.project.db_path, create=False).close()  # migrate up front, not in a scrape
+            except StoreError as exc:  # one unreadable store is that project's problem, not serve's
+                self.problems[target.name] = str(exc)[:300]
         server_cls = BoundedServer
         if ":" in self.host:
             import socket
