@@ -6,7 +6,8 @@ from memhealth.cliutil import add_parser
 
 # init_project reports what it did in the past tense; a dry run says what it would do.
 _DRY = {"created": "would create", "wrote": "would write", "added": "would add",
-        "updated": "would update", "removed": "would remove"}
+        "updated": "would update", "removed": "would remove",
+        "registered": "would register"}
 
 
 def register(sub):
@@ -24,6 +25,9 @@ def register(sub):
     p.add_argument("--no-templates", dest="templates", action="store_false",
                    help="do not install the convention files (MEMORY.md with its resume anchor, "
                         "invariants.md, the decisions ledger, CONSTITUTION.md)")
+    p.add_argument("--unregister", action="store_true",
+                   help="remove this project from the per-user registry that `memhealth serve --all` "
+                        "reads ($XDG_STATE_HOME/memhealth/projects.json); nothing else changes")
     p.set_defaults(func=run)
     return p
 
@@ -35,14 +39,30 @@ def dry_run_line(action: str) -> str:
 
 
 def run(args) -> int:
-    from memhealth.installer import init_project
+    import os
+
+    from memhealth.installer import NOTE, init_project
+
+    if args.unregister:
+        from memory_core import registry
+
+        root = os.path.abspath(args.project)
+        try:
+            removed = registry.unregister(root)
+        except registry.RegistryError as exc:
+            print(f"memhealth init: {exc}")
+            return 1
+        print(f"memhealth init: {'removed' if removed else 'was not registered:'} {root} "
+              f"{'from' if removed else 'in'} {registry.registry_path()}")
+        return 0
 
     actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run,
                            templates=args.templates)
-    if not actions:
+    changes = [a for a in actions if not a.startswith(NOTE)]
+    if not changes:
         print("memhealth init: already set up; nothing changed")
     for line in actions:
-        print(dry_run_line(line) if args.dry_run else line)
-    if actions and not args.dry_run:
+        print(line if line.startswith(NOTE) or not args.dry_run else dry_run_line(line))
+    if changes and not args.dry_run:
         print("next: `memhealth ingest` to index docs, memory files and history, then `memhealth gate`")
     return 0

@@ -15,8 +15,19 @@ def register(sub):
                     "(Alertmanager webhook -> alert budget -> sinks), the gate on a schedule "
                     "(serve.probe_interval_s) and the OTLP exporter (serve.export_interval_s). "
                     "Binds loopback only unless --allow-remote. SIGTERM/SIGINT stop it after one "
-                    "final export attempt bounded by telemetry.export_timeout_s.")
+                    "final export attempt bounded by telemetry.export_timeout_s. With --all: every "
+                    "project `memhealth init` registered on this machine "
+                    "($XDG_STATE_HOME/memhealth/projects.json) on one port, each series labelled "
+                    "project=<name> (the directory's name, made unique; never its path); projects "
+                    "added or removed are noticed without a restart (the registry is re-checked "
+                    "at most every 2 s, by one stat). --all serves GET /metrics, GET /healthz and a "
+                    "project list at GET /; the console and POST /alerts are single-project serve's. "
+                    "Server settings (listen, intervals) come from MEMHEALTH_SERVE_* or the "
+                    "defaults; each project's gate and exporter use its own config.")
     add_project_option(p)
+    p.add_argument("--all", dest="all_projects", action="store_true",
+                   help="serve every registered project on one port (`memhealth init` registers; "
+                        "`memhealth init --unregister` removes)")
     p.add_argument("--listen", default=None, metavar="HOST:PORT",
                    help="address to bind (default: serve.listen, 127.0.0.1:9464; port 0 = any free port)")
     p.add_argument("--allow-remote", action="store_true",
@@ -28,14 +39,14 @@ def register(sub):
 
 
 def run(args) -> int:
-    import signal
-    import sys
-    import threading
-
     from memhealth.cliutil import open_project
-    from memhealth.errors import MemhealthError
+    from memhealth.errors import MemhealthError, UsageError
     from telemetry.serve import Serve, parse_listen
 
+    if args.all_projects:
+        if args.project is not None:
+            raise UsageError("serve: --all serves every registered project; drop --project")
+        return _serve(_multi(args))
     with open_project(args, store=False) as ctx:  # serve opens its own connections per thread
         project, cfg = ctx.project, ctx.cfg
     host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
@@ -47,6 +58,43 @@ def run(args) -> int:
         raise MemhealthError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     shown = f"[{app.host}]" if ":" in app.host else app.host
     print(f"memhealth serve: listening on http://{shown}:{app.port} for {project.root}", flush=True)
+    return _serve(app)
+
+
+def _multi(args):
+    """serve --all: a MultiServe over the registry, started."""
+    from memhealth.config import load
+    from memhealth.errors import MemhealthError
+    from memhealth.project import Project
+    from memory_core import registry
+    from telemetry.serve import MultiServe, parse_listen
+
+    cfg = load(None)  # defaults and MEMHEALTH_* only: no one project's file decides the port
+
+    def open_entry(entry):
+        project = Project(entry.root)
+        return project, load(project.state_dir)
+
+    host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
+    path = registry.registry_path()
+    app = MultiServe(path, open_entry, cfg, host, port, probe=None if args.no_probes else "default",
+                     export=not args.no_export)
+    try:
+        app.start()
+    except OSError as exc:
+        raise MemhealthError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    shown = f"[{app.host}]" if ":" in app.host else app.host
+    served = len(app.targets())
+    print(f"memhealth serve: listening on http://{shown}:{app.port} for {served} project(s) "
+          f"registered in {path}", flush=True)
+    return app
+
+
+def _serve(app) -> int:
+    """Run until SIGTERM/SIGINT, then stop with one bounded final export."""
+    import signal
+    import sys
+    import threading
 
     stop = threading.Event()
     received: list[int] = []

@@ -37,7 +37,8 @@ WIRING = (
     ("Stop", "stop", None, 5, None),
     ("SessionEnd", "session-end", None, 5, None),
 )
-MARKER = " hook "  # our commands are "<launcher> hook <event>"
+MARKER = " hook "
+NOTE = "note: "  # an action line that reports, and changes nothing  # our commands are "<launcher> hook <event>"
 
 GITIGNORE = """# memhealth state: the database and runtime files are per machine.
 memory.db
@@ -246,6 +247,7 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         from memhealth.templates import install_templates
 
         actions.extend(install_templates(root, dry_run))
+    actions.extend(_register(root, dry_run))
     if hook_changes:
         actions.extend(hook_changes)
         actions.append(f"wrote {spath}")  # past tense always; `init --dry-run` rewords
@@ -253,3 +255,21 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
             os.makedirs(os.path.dirname(spath), exist_ok=True)
             _write_atomic(spath, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     return actions
+
+
+def _register(root: str, dry_run: bool) -> list[str]:
+    """List the project in the per-user registry (memory_core/registry.py) so one
+    `memhealth serve --all` serves it; a full or unwritable registry is said, never fatal."""
+    from memory_core import registry
+
+    path = registry.registry_path()
+    if any(e.root == root for e in registry.read(path)):
+        return []
+    if dry_run:
+        return [f"registered this project in {path} (for `memhealth serve --all`)"]
+    try:
+        name, added = registry.register(root)
+    except (OSError, registry.RegistryError) as exc:
+        # a note, not a change: a second init still reads "nothing changed"
+        return [f"{NOTE}not registered for `memhealth serve --all`: {exc}"]
+    return [f"registered this project as {name!r} in {path} (for `memhealth serve --all`)"] if added else []

@@ -360,7 +360,7 @@ class StoreCollector:
         """Nothing to release (connections are per scrape); kept for symmetry with serve."""
 
 
-def _empty_family(metric: Metric):
+def _empty_family(metric: Metric, extra_labels: tuple[str, ...] = ()):
     from prometheus_client.core import (
         CounterMetricFamily,
         GaugeMetricFamily,
@@ -369,15 +369,19 @@ def _empty_family(metric: Metric):
 
     cls = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
            "histogram": HistogramMetricFamily}[metric.type]
-    return cls(metric.name, metric.help, labels=metric.labels)
+    return cls(metric.name, metric.help, labels=[*metric.labels, *extra_labels])
 
 
-def to_prometheus(fam: Family):
-    """A prometheus_client metric family from a Family (histogram buckets made cumulative)."""
+def to_prometheus(fam: Family, extra: tuple[str, ...] = (), out=None):
+    """A prometheus_client metric family from a Family (histogram buckets made cumulative).
+    `extra` label values are appended to every sample, and `out` (a family made with the
+    matching extra label names) collects several stores' samples under one family: serve
+    --all writes each metric once, with a `project` label, never one family per project."""
     from prometheus_client.samples import Exemplar
     from prometheus_client.utils import floatToGoString
 
-    out = _empty_family(fam.metric)
+    if out is None:
+        out = _empty_family(fam.metric)
     for key in sorted(fam.samples):
         value = fam.samples[key]
         if isinstance(value, Histogram):
@@ -387,7 +391,7 @@ def to_prometheus(fam: Family):
                 # exemplars appear only in the OpenMetrics exposition (the text format drops them)
                 buckets.append((floatToGoString(b), c) if ex is None else
                                (floatToGoString(b), c, Exemplar({"trace_id": ex[0]}, ex[1], ex[2])))
-            out.add_metric(list(key), buckets, value.sum)
+            out.add_metric([*key, *extra], buckets, value.sum)
         else:
-            out.add_metric(list(key), value)
+            out.add_metric([*key, *extra], value)
     return out

@@ -569,3 +569,317 @@ def _handler(app: Serve):
             self._console(app.console.post(path, self.rfile.read(length), self.headers))
 
     return Handler
+
+
+# -- serve --all: every registered project on one port ----------------------------------------
+
+REGISTRY_RECHECK_S = 2.0  # a scrape re-stats the registry at most this often (one stat call)
+
+
+class Target:
+    """One registered project as serve --all holds it: its store's collector, config and
+    the probe/export state of its own."""
+
+    __slots__ = ("name", "project", "cfg", "collector", "probe_state", "exporter", "export_last")
+
+    def __init__(self, name: str, project, cfg):
+        self.name = name
+        self.project = project
+        self.cfg = cfg
+        self.collector = StoreCollector(project.db_path, killed_after_s=cfg["hooks"]["killed_after_s"])
+        self.probe_state: dict = {"runs": 0, "errors": 0, "last_error": None, "last_finished": None}
+        self.exporter = None
+        self.export_last: dict | None = None
+
+
+class ProjectsCollector:
+    """Every target's store as one exposition: each metric family once, each sample with a
+    `project` label (the registered name; never the path)."""
+
+    def __init__(self, app: MultiServe):
+        self.app = app
+
+    def describe(self):
+        from telemetry.catalog import METRICS
+        from telemetry.collector import _empty_family
+
+        for metric in METRICS:
+            yield _empty_family(metric, ("project",))
+
+    def collect(self):
+        from telemetry.catalog import METRICS
+        from telemetry.collector import _empty_family, to_prometheus
+
+        # stores are read one after another, each bounded by its collector's deadline
+        read = [(t.name, {f.metric.name: f for f in t.collector.read()})
+                for t in sorted(self.app.targets().values(), key=lambda t: t.name)]
+        for metric in METRICS:
+            out = _empty_family(metric, ("project",))
+            for name, families in read:
+                fam = families.get(metric.name)
+                if fam is not None:
+                    to_prometheus(fam, (name,), out)
+            yield out
+
+
+class MultiServe:
+    """`memhealth serve --all`: /metrics, /healthz and a project index on one port for every
+    project in the per-user registry (memory_core/registry.py), with scheduled probes and
+    the OTLP exporter run per project.
+
+        app = MultiServe(registry_path, open_entry, cfg, port=0).start()
+        app.stop()
+
+    `open_entry(entry)` returns (project, cfg) for a registry entry (the app layer loads
+    configs); a project whose store is gone is left out until it is back. The registry is
+    re-read when its file changes (checked by one stat, at most every REGISTRY_RECHECK_S),
+    so projects added or removed show up without a restart."""
+
+    def __init__(self, registry_path: str, open_entry, cfg, host: str = "127.0.0.1", port: int = 9464, *,
+                 probe="default", export: bool = True, environ=None, log=None,
+                 recheck_s: float = REGISTRY_RECHECK_S):
+        self.registry_path = registry_path
+        self.open_entry = open_entry
+        self.cfg = cfg
+        self.host = host
+        self.port = port
+        self.environ = os.environ if environ is None else environ
+        self.probe = _find_default_probe() if probe == "default" else probe
+        self.export_enabled = export
+        self.log = log if log is not None else _stderr_line
+        self.recheck_s = recheck_s
+        self.started_at = time.time()
+        self.stopping = threading.Event()
+        self.problems: dict[str, str] = {}  # registered name -> why it is not served
+        self._targets: dict[str, Target] = {}
+        self._stamp: tuple | None = ("unread",)
+        self._checked = 0.0
+        self._lock = threading.Lock()
+        self._server = None
+        self._threads: list[threading.Thread] = []
+        self._registry = None
+
+    def targets(self) -> dict[str, Target]:
+        """The projects served now; re-reads the registry when its file changed, and drops a
+        project whose store is gone (and takes it back when it returns)."""
+        from memory_core import registry
+
+        with self._lock:
+            now = time.monotonic()
+            if now - self._checked < self.recheck_s and self._stamp != ("unread",):
+                return dict(self._targets)
+            self._checked = now
+            stamp = registry.stamp(self.registry_path)
+            stores_ok = all(os.path.exists(t.project.db_path) for t in self._targets.values())
+            if stamp == self._stamp and stores_ok and not self.problems:
+                return dict(self._targets)
+            self._stamp = stamp
+            kept: dict[str, Target] = {}
+            problems: dict[str, str] = {}
+            for entry in registry.read(self.registry_path):
+                old = self._targets.get(entry.name)
+                if old is not None and old.project.root == entry.root and os.path.exists(old.project.db_path):
+                    kept[entry.name] = old  # keeps its scrape error count and last good values
+                    continue
+                try:
+                    project, cfg = self.open_entry(entry)
+                    if not os.path.exists(project.db_path):
+                        problems[entry.name] = "no store (.memhealth/memory.db is missing)"
+                        continue
+                    kept[entry.name] = Target(entry.name, project, cfg)
+                except Exception as exc:  # one broken project must not take the others down
+                    problems[entry.name] = f"{type(exc).__name__}: {exc}"[:300]
+            for name, gone in self._targets.items():
+                if name not in kept and gone.exporter is not None:
+                    gone.exporter.shutdown()
+            self._targets, self.problems = kept, problems
+            return dict(kept)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> MultiServe:
+        from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+
+        self._registry = CollectorRegistry()
+        self._registry.register(ProjectsCollector(self))
+        ProcessCollector(registry=self._registry)
+        PlatformCollector(registry=self._registry)
+        for target in self.targets().values():
+            try:
+                connect(target.project.db_path, create=False).close()  # migrate up front, not in a scrape
+            except StoreError as exc:  # one unreadable store is that project's problem, not serve's
+                self.problems[target.name] = str(exc)[:300]
+        server_cls = BoundedServer
+        if ":" in self.host:
+            import socket
+
+            class V6Server(BoundedServer):
+                address_family = socket.AF_INET6
+
+            server_cls = V6Server
+        self._server = server_cls((self.host, self.port), _multi_handler(self))
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._spawn("http", self._server.serve_forever, 0.1)
+        if self.probe is not None:
+            self._spawn("probe", self._probe_loop)
+        if self.export_enabled:
+            self._spawn("export", self._export_loop)
+        return self
+
+    def _spawn(self, name, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"memhealth-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        budget = float(self.cfg["telemetry"]["export_timeout_s"]) * 2 + 2.0
+        deadline = time.monotonic() + budget
+        for thread in self._threads:
+            if thread.name == "memhealth-probe":
+                continue  # a hung probe is abandoned (daemon thread), never waited on
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    # -- background work ------------------------------------------------------------------
+
+    def _probe_loop(self) -> None:
+        interval = float(self.cfg["serve"]["probe_interval_s"])
+        while not self.stopping.is_set():
+            for target in self.targets().values():
+                if self.stopping.is_set():
+                    return
+                state = target.probe_state
+                try:  # a connection per run: a project removed meanwhile holds nothing open
+                    conn = connect(target.project.db_path, create=False)
+                    try:
+                        self.probe(conn, target.cfg, target.project)
+                    finally:
+                        conn.close()
+                    state["last_error"] = None
+                except Exception as exc:  # one project's failing probe must not stop the rest
+                    state["errors"] += 1
+                    state["last_error"] = f"{type(exc).__name__}: {exc}"[:300]
+                state["runs"] += 1
+                state["last_finished"] = time.time()
+            self.stopping.wait(interval)
+
+    def _export_loop(self) -> None:
+        from telemetry.export import OtlpExporter
+
+        interval = float(self.cfg["serve"]["export_interval_s"])
+        try:
+            while True:
+                final = self.stopping.is_set()
+                for target in self.targets().values():
+                    try:
+                        if target.exporter is None:
+                            target.exporter = OtlpExporter(target.cfg, self.environ)
+                        conn = connect(target.project.db_path, create=False)
+                        try:
+                            result = target.exporter.run_once(conn, scrape_errors=target.collector.errors)
+                        finally:
+                            conn.close()
+                        last = result.as_dict()
+                    except (TelemetryError, StoreError) as exc:
+                        last = {"ok": False, "error": str(exc)}
+                    if (target.export_last or {}).get("ok", True) != last.get("ok", True):
+                        self.log(f"memhealth serve --all: {target.name}: export "
+                                 f"{'recovered' if last.get('ok', True) else 'failed: ' + str(last.get('error'))}")
+                    target.export_last = last
+                if final:
+                    return
+                self.stopping.wait(interval)
+        finally:
+            for target in self._targets.values():
+                if target.exporter is not None:
+                    target.exporter.shutdown()
+
+    # -- endpoints --------------------------------------------------------------------------
+
+    def metrics(self, accept: str | None) -> tuple[bytes, str]:
+        from prometheus_client.exposition import choose_encoder
+
+        encoder, content_type = choose_encoder(accept or "")
+        return encoder(self._registry), content_type
+
+    def health(self) -> dict:
+        targets = self.targets()
+        refused = self._server.refused if self._server is not None else 0
+        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3),
+                "connections_refused": refused, "registry": self.registry_path,
+                "projects": {name: {"scrape_errors": t.collector.errors,
+                                    "last_scrape_error": t.collector.last_error,
+                                    "probe": t.probe_state, "export": t.export_last}
+                             for name, t in sorted(targets.items())},
+                "not_served": self.problems}
+
+    @property
+    def export_state(self) -> dict:
+        """Serve's shape for the stop line: ok unless some project's last export failed."""
+        failed = sorted(t.name for t in self._targets.values()
+                        if t.export_last is not None and not t.export_last.get("ok", True))
+        return {"last": {"ok": not failed, "failed": failed}}
+
+    def index(self) -> bytes:
+        """GET /: the projects served, by name (the console is single-project serve's)."""
+        from html import escape
+
+        items = "".join(f"<li><code>{escape(name)}</code></li>" for name in sorted(self.targets()))
+        skipped = "".join(f"<li><code>{escape(name)}</code>: {escape(why)}</li>"
+                          for name, why in sorted(self.problems.items()))
+        page = ("<!doctype html><meta charset=utf-8><title>memhealth serve --all</title>"
+                "<h1>memhealth serve --all</h1>"
+                f"<p>{len(self._targets)} project(s) from the registry; every series on "
+                "<a href=/metrics>/metrics</a> carries a <code>project</code> label. The console "
+                "(decisions, memory, triage) is single-project: run <code>memhealth serve</code> "
+                "in a project for it.</p>"
+                f"<ul>{items}</ul>" + (f"<h2>Not served</h2><ul>{skipped}</ul>" if skipped else ""))
+        return page.encode("utf-8")
+
+
+def _multi_handler(app: MultiServe):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "memhealth"
+        timeout = REQUEST_SOCKET_TIMEOUT_S
+
+        def log_message(self, *args):
+            pass
+
+        def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            if content_type.startswith("text/html"):
+                self.send_header("Content-Security-Policy", "default-src 'none'")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _json(self, code: int, obj) -> None:
+            self._send(code, (json.dumps(obj, default=str) + "\n").encode("utf-8"))
+
+        def do_GET(self):
+            path = self.path.partition("?")[0]
+            if path == "/metrics":
+                body, content_type = app.metrics(self.headers.get("Accept"))
+                self._send(200, body, content_type)
+            elif path == "/healthz":
+                self._json(200, app.health())
+            elif path == "/":
+                self._send(200, app.index(), "text/html; charset=utf-8")
+            else:
+                self._json(404, {"error": f"no route {path} in serve --all (the console, /runbook "
+                                          "and /alerts are single-project serve's)"})
+
+        do_HEAD = do_GET
+
+        def do_POST(self):
+            self.close_connection = True  # the unread body must not be parsed as a request
+            self._json(404, {"error": "serve --all takes no POST: send Alertmanager webhooks to a "
+                                      "project's own `memhealth serve`"})
+
+    return Handler

@@ -36,7 +36,7 @@ AM_CONFIGS = [os.path.join(REPO, "alerts", "alertmanager.yml"),
               os.path.join(REPO, "compose", "alertmanager.yml")]
 # Grafana's variables, replaced the way the e2e test does before PromQL sees them
 GRAFANA_VARS = {"$__rate_interval": "1m", "$__range": "1h", "$__interval": "15s",
-                "$instance": ".*"}
+                "$instance": ".*", "$project": ".*"}
 PROMQL_WORDS = {
     "sum", "min", "max", "avg", "count", "stddev", "stdvar", "topk", "bottomk", "quantile",
     "count_values", "group", "by", "without", "on", "ignoring", "group_left", "group_right",
@@ -375,7 +375,7 @@ def test_one_alert_per_gate_check_with_the_checks_severity():
     for name, rule in gate_rules.items():
         check = GATE_CHECKS[name]
         assert rule["labels"]["severity"] == check.severity
-        assert rule["expr"] == (f'max by (instance, check) '
+        assert rule["expr"] == (f'max by (instance, project, check) '
                                 f'(memhealth_gate_check_state{{check="{name}",status="red"}}) == 1')
         assert rule["annotations"]["runbook_url"].endswith(f"#gate-check-{name}")
         assert "FIX: run `memhealth gate`" in rule["annotations"]["description"]
@@ -450,7 +450,7 @@ def test_every_dashboard_expression_parses_and_names_only_known_series(tmp_path)
     for dash in _dashboards().values():
         for var in dash["templating"]["list"]:
             if var["type"] == "query":
-                inner = re.fullmatch(r"label_values\((\w+), *\w+\)", var["definition"])
+                inner = re.fullmatch(r"label_values\((\w+)(?:\{[^}]*\})?, *\w+\)", var["definition"])
                 assert inner and inner.group(1) in known
     rules = {"groups": [{"name": "dashboard-expressions", "rules": [
         {"record": f"dashboard_check:expr:n{i}", "expr": expr} for i, (_, expr) in enumerate(exprs)]}]}
@@ -579,10 +579,10 @@ def test_alertmanager_configs_send_to_serve_and_inhibit_as_designed():
         'slo="hook-latency"']
     # scoped: a page mutes only the ticket of the same alert (and the same gate check)
     crit = inhibit[('severity="critical"',)]
-    assert crit["equal"] == ["instance", "alertname", "check"]
+    assert crit["equal"] == ["instance", "project", "alertname", "check"]
     dedicated = inhibit[('alertname!="MemhealthGateCheckRed"', 'check=~".+"')]
     assert dedicated["target_matchers"] == ['alertname="MemhealthGateCheckRed"']
-    assert dedicated["equal"] == ["instance", "check"]
+    assert dedicated["equal"] == ["instance", "project", "check"]
 
 
 # -- compose -------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def test_a_command_module_that_is_missing_fails_loudly(monkeypatch):
 
 
 @pytest.mark.parametrize("argv, complaint", [
-    (["serve", "--all"], "unrecognized arguments: --all"),  # once silently --allow-remote
+    (["serve", "--allow"], "unrecognized arguments: --allow"),  # never a prefix of --allow-remote
     (["search", "x", "--js"], "unrecognized arguments: --js"),
     (["embed", "--batch", "0"], "argument --batch: must be positive, not 0"),
     (["search", "x", "--k", "0"], "argument --k: must be positive, not 0"),

@@ -21,7 +21,7 @@ from tests.test_serve import ServeProcess
 
 RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
 # Grafana variables as a panel would resolve them on a 1 s scrape interval
-GRAFANA_VARS = {"$__rate_interval": "30s", "$__range": "5m", "$__interval": "1s", "$instance": ".*"}
+GRAFANA_VARS = {"$__rate_interval": "30s", "$__range": "5m", "$__interval": "1s", "$instance": ".*", "$project": ".*"}
 # Panels that must show data after one short session (the rest may be legitimately empty:
 # no export ever ran, no retrieval histogram quantile over a zero rate, ...)
 KEY_PANELS = {
@@ -177,8 +177,8 @@ def stack(tmp_path_factory):
             'sum(increase(memhealth_hook_invocations_total{hook="prompt"}[30s])) > 0')
             ["data"]["result"])
         # and until the rules evaluated over that data (they run a beat after the scrape)
-        for record in ("instance:memhealth_hook_failures_per_invocation:ratio_rate5m",
-                       "instance:memhealth_hook_over_budget_per_completion:ratio_rate1h"):
+        for record in ("instance_project:memhealth_hook_failures_per_invocation:ratio_rate5m",
+                       "instance_project:memhealth_hook_over_budget_per_completion:ratio_rate1h"):
             wait_for(f"{record} to be recorded", lambda r=record: prom.query(r)["data"]["result"])
         yield app, prom
     finally:
@@ -238,7 +238,7 @@ def test_rules_load_healthy_and_a_quiet_session_pages_nobody(stack):
         defined = [r for g in yaml.safe_load(fh)["groups"] for r in g["rules"]]
     assert len(rules) == len(defined)
     # recorded SLIs exist for the scraped project; the failure ratio is 0 (hooks succeeded)
-    ratio = prom.query("instance:memhealth_hook_failures_per_invocation:ratio_rate5m")
+    ratio = prom.query("instance_project:memhealth_hook_failures_per_invocation:ratio_rate5m")
     assert [float(s["value"][1]) for s in ratio["data"]["result"]] == [0.0]
     firing = wait_for("the Watchdog to fire", lambda: [
         a for a in get_json(prom.url + "/api/v1/alerts")["data"]["alerts"]

@@ -31,7 +31,7 @@ def alertmanager_config(url: str = SERVE_URL, watchdog_url: str = WATCHDOG_URL,
         "route": {
             # unknown severities become tickets: paging must be declared (probes/budget.py)
             "receiver": "ticket",
-            "group_by": ["alertname", "instance"],
+            "group_by": ["alertname", "instance", "project"],
             "group_wait": "30s",
             "group_interval": "5m",
             "repeat_interval": "12h",
@@ -61,16 +61,16 @@ def alertmanager_config(url: str = SERVE_URL, watchdog_url: str = WATCHDOG_URL,
             # (a label both sides lack counts as equal).
             {"source_matchers": ['severity="critical"'],
              "target_matchers": ['severity=~"warning|info"'],
-             "equal": ["instance", "alertname", "check"]},
+             "equal": ["instance", "project", "alertname", "check"]},
             # a cold start explains slow hooks: no latency alert while it lasts (cold is not dead)
             {"source_matchers": ['alertname="MemhealthEmbeddingColdStart"'],
              "target_matchers": ['slo="hook-latency"'],
-             "equal": ["instance"]},
+             "equal": ["instance", "project"]},
             # a dedicated alert (labelled with the gate check it explains) says more than the
             # generic RED of that check: one notification, the specific one
             {"source_matchers": [f'alertname!="{GATE_CHECK_ALERT}"', 'check=~".+"'],
              "target_matchers": [f'alertname="{GATE_CHECK_ALERT}"'],
-             "equal": ["instance", "check"]},
+             "equal": ["instance", "project", "check"]},
         ],
         # the receiver name is the budget route memhealth serve accounts pages against
         "receivers": [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from telemetry.artifacts.promql import HOOK_SELECTOR, LEVEL, m, slo
+from telemetry.artifacts.promql import BY, HOOK_SELECTOR, m, slo
 from telemetry.artifacts.recording import (
     INVOCATIONS_1H,
     LATENCY,
@@ -115,14 +115,14 @@ def _embedding_alerts() -> list[Alert]:
     state = m("memhealth_embedding_state")
     return [
         Alert("MemhealthEmbeddingDown",
-              f'max by ({LEVEL}) ({state}{{state="unreachable"}}) == 1',
+              f'max by ({BY}) ({state}{{state="unreachable"}}) == 1',
               "critical", "embedding",
               "Embedding server unreachable for {{ $labels.instance }}",
               "The embedding probe cannot reach Ollama (nothing listens at [embedding].url, or "
               "what answers is not Ollama). Search runs BM25-only until it is back.",
               for_="5m", labels={"state": "unreachable", **_covers("embedding_path")}),
         Alert("MemhealthEmbeddingWedged",
-              f'max by ({LEVEL}) ({state}{{state="wedged"}}) == 1',
+              f'max by ({BY}) ({state}{{state="wedged"}}) == 1',
               "critical", "embedding",
               "Embedding server wedged for {{ $labels.instance }}",
               "Ollama accepts connections but neither the probe nor its warm-up retry got an "
@@ -130,14 +130,14 @@ def _embedding_alerts() -> list[Alert]:
               "path waits for its timeout until the circuit breaker opens.",
               for_="10m", labels={"state": "wedged", **_covers("embedding_path")}),
         Alert("MemhealthEmbeddingModelMissing",
-              f'max by ({LEVEL}) ({state}{{state="model_missing"}}) == 1',
+              f'max by ({BY}) ({state}{{state="model_missing"}}) == 1',
               "warning", "embedding",
               "Embedding model not installed for {{ $labels.instance }}",
               "Ollama answers but does not have [embedding].model. Search runs BM25-only; "
               "it will not recover by itself.",
               for_="15m", labels={"state": "model_missing", **_covers("embedding_path")}),
         Alert("MemhealthEmbeddingMisconfigured",
-              f'max by ({LEVEL}, state) '
+              f'max by ({BY}, state) '
               f'({state}{{state=~"dimension_mismatch|fallback_mismatch"}}) == 1',
               "warning", "embedding",
               "Embedding configuration mismatch ({{ $labels.state }}) for {{ $labels.instance }}",
@@ -145,7 +145,7 @@ def _embedding_alerts() -> list[Alert]:
               "missing or has another width. Vectors of the wrong width are refused.",
               for_="15m", labels=_covers("embedding_path")),
         Alert("MemhealthEmbeddingColdStart",
-              f'max by ({LEVEL}) (max_over_time({state}{{state="cold"}}[{COLD_HOLD}])) == 1',
+              f'max by ({BY}) (max_over_time({state}{{state="cold"}}[{COLD_HOLD}])) == 1',
               "info", "embedding",
               "Embedding model cold start on {{ $labels.instance }}",
               "The probe saw a cold model that warmed up on its retry (cold is not dead). Hooks "
@@ -164,7 +164,7 @@ def _heartbeat_alert() -> Alert:
     return Alert(
         "MemhealthHookHeartbeatMissing",
         f'({SUCCESSES_1H}{{hook=~"{hb_hooks}"}} == 0)\n'
-        f"and on ({LEVEL}, hook)\n(\n  {partners}\n)",
+        f"and on ({BY}, hook)\n(\n  {partners}\n)",
         "warning", "hooks",
         "The {{ $labels.hook }} hook left no successful heartbeat in an hour of active "
         "sessions on {{ $labels.instance }}",
@@ -180,9 +180,9 @@ def _pipeline_alerts() -> list[Alert]:
     export_ts = m("memhealth_export_last_success_timestamp_seconds")
     return [
         Alert("MemhealthIngestStale",
-              f"max by ({LEVEL}, source) ({m('memhealth_ingest_watermark_age_seconds')})\n"
-              f"- on ({LEVEL}) group_left ()\n"
-              f"  (time() - max by ({LEVEL}) ({last_ok}{{{HOOK_SELECTOR}}}))\n"
+              f"max by ({BY}, source) ({m('memhealth_ingest_watermark_age_seconds')})\n"
+              f"- on ({BY}) group_left ()\n"
+              f"  (time() - max by ({BY}) ({last_ok}{{{HOOK_SELECTOR}}}))\n"
               f"> {INGEST_MAX_LAG_S}",
               "warning", "ingest",
               "Ingest of {{ $labels.source }} is stale on {{ $labels.instance }}",
@@ -212,7 +212,7 @@ def gate_check_alerts() -> list[Alert]:
     for check in GATE_CHECK_LIST:
         out.append(Alert(
             GATE_CHECK_ALERT,
-            f'max by ({LEVEL}, check) ({state}{{check="{check.name}",status="red"}}) == 1',
+            f'max by ({BY}, check) ({state}{{check="{check.name}",status="red"}}) == 1',
             check.severity, check.component,
             f"Gate check {check.name} is RED on {{{{ $labels.instance }}}}",
             f"The health gate reports {check.name} RED: {check.means}. FIX: run `memhealth "

@@ -13,6 +13,9 @@ from telemetry.catalog import CATALOG, HOOKS, SLOS
 HOOK_SELECTOR = 'hook=~"' + "|".join(HOOKS) + '"'
 # Per-project aggregation level: one `memhealth serve` target per project.
 LEVEL = "instance"
+# What rules aggregate by: the target and, under `serve --all` (one target, many projects),
+# the `project` label; single-project serve has no such label and aggregates as before.
+BY = f"{LEVEL}, project"
 
 
 def m(name: str) -> str:

@@ -2,19 +2,21 @@
 the per-hook hourly counts the heartbeat alert reads.
 
     recording_groups()     # [{"name": ..., "rules": [{"record": ..., "expr": ...}, ...]}, ...]
-    SUCCESS.name("ratio", "1h")   # 'instance:memhealth_hook_failures_per_invocation:ratio_rate1h'
+    SUCCESS.name("ratio", "1h")   # 'instance_project:memhealth_hook_failures_per_invocation:ratio_rate1h'
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from telemetry.artifacts.promql import HOOK_SELECTOR, LEVEL, le, m
+from telemetry.artifacts.promql import BY, HOOK_SELECTOR, le, m
 from telemetry.catalog import HOOK_LATENCY_BUDGETS_S, HOOKS
 from telemetry.slo import WINDOWS
 
-INVOCATIONS_1H = "instance_hook:memhealth_hook_invocations:increase1h"
-SUCCESSES_1H = "instance_hook:memhealth_hook_successes:increase1h"
+# the level part of a record name is its grouping labels joined by "_" (level:metric:operations)
+NAME_LEVEL = BY.replace(", ", "_")
+INVOCATIONS_1H = f"{NAME_LEVEL}_hook:memhealth_hook_invocations:increase1h"
+SUCCESSES_1H = f"{NAME_LEVEL}_hook:memhealth_hook_successes:increase1h"
 
 
 @dataclass
@@ -29,7 +31,7 @@ class SliRules:
     def name(self, kind: str, window: str) -> str:
         metric = getattr(self, kind)
         op = f"ratio_rate{window}" if kind == "ratio" else f"rate{window}"
-        return f"{LEVEL}:{metric}:{op}"
+        return f"{NAME_LEVEL}:{metric}:{op}"
 
 
 SUCCESS = SliRules("hook-success", "memhealth_hook_invocations", "memhealth_hook_failures",
@@ -47,7 +49,7 @@ def _within_budget(window: str) -> str:
     parts = [f'rate({m("memhealth_hook_duration_seconds_bucket")}{{hook=~"{"|".join(hooks)}",'
              f'le="{le(bound)}"}}[{window}])'
              for bound, hooks in sorted(groups.items())]
-    return f"sum by ({LEVEL}) (\n  " + "\n  or ".join(parts) + "\n)"
+    return f"sum by ({BY}) (\n  " + "\n  or ".join(parts) + "\n)"
 
 
 def recording_groups() -> list[dict]:
@@ -60,15 +62,15 @@ def recording_groups() -> list[dict]:
         # is empty (not NaN) when nothing ran: idle never compares a 0/0.
         success += [
             {"record": SUCCESS.name("total", w),
-             "expr": f"sum by ({LEVEL}) (rate({inv}{{{HOOK_SELECTOR}}}[{w}]))"},
+             "expr": f"sum by ({BY}) (rate({inv}{{{HOOK_SELECTOR}}}[{w}]))"},
             {"record": SUCCESS.name("bad", w),
-             "expr": f'sum by ({LEVEL}) (rate({inv}{{{HOOK_SELECTOR},outcome!="ok"}}[{w}]))'},
+             "expr": f'sum by ({BY}) (rate({inv}{{{HOOK_SELECTOR},outcome!="ok"}}[{w}]))'},
             {"record": SUCCESS.name("ratio", w),
              "expr": f"{SUCCESS.name('bad', w)}\n/ ({SUCCESS.name('total', w)} > 0)"},
         ]
         latency += [
             {"record": LATENCY.name("total", w),
-             "expr": f"sum by ({LEVEL}) (rate({count}{{{HOOK_SELECTOR}}}[{w}]))"},
+             "expr": f"sum by ({BY}) (rate({count}{{{HOOK_SELECTOR}}}[{w}]))"},
             {"record": LATENCY.name("bad", w),
              "expr": f"{LATENCY.name('total', w)}\n- {_within_budget(w)}"},
             {"record": LATENCY.name("ratio", w),
@@ -76,9 +78,9 @@ def recording_groups() -> list[dict]:
         ]
     heartbeat = [
         {"record": INVOCATIONS_1H,
-         "expr": f"sum by ({LEVEL}, hook) (increase({inv}{{{HOOK_SELECTOR}}}[1h]))"},
+         "expr": f"sum by ({BY}, hook) (increase({inv}{{{HOOK_SELECTOR}}}[1h]))"},
         {"record": SUCCESSES_1H,
-         "expr": f'sum by ({LEVEL}, hook) (increase({inv}{{{HOOK_SELECTOR},outcome="ok"}}[1h]))'},
+         "expr": f'sum by ({BY}, hook) (increase({inv}{{{HOOK_SELECTOR},outcome="ok"}}[1h]))'},
     ]
     return [
         {"name": "memhealth-slo-hook-success-recordings", "rules": success},

@@ -11,7 +11,9 @@ from __future__ import annotations
 from telemetry.artifacts.promql import HOOK_SELECTOR, m
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
-INST = 'instance=~"$instance"'
+# every panel selects by both variables; single-project serve has no `project` label, and
+# the all value `.*` matches an absent label, so the same dashboards serve both topologies
+INST = 'instance=~"$instance",project=~"$project"'
 REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -74,6 +76,14 @@ def dashboard(uid: str, title: str, description: str, layout: Layout) -> dict:
              "datasource": DS,
              "definition": f"label_values({m('memhealth_hook_invocations_total')}, instance)",
              "query": {"query": "label_values(memhealth_hook_invocations_total, instance)",
+                       "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+             "current": {}, "hide": 0, "includeAll": True, "allValue": ".*", "multi": True,
+             "refresh": 2, "regex": "", "sort": 1},
+            # serve --all: one target, many projects, told apart by the `project` label
+            {"name": "project", "label": "Project (serve --all)", "type": "query",
+             "datasource": DS,
+             "definition": f"label_values({m('memhealth_build_info')}{{instance=~\"$instance\"}}, project)",
+             "query": {"query": 'label_values(memhealth_build_info{instance=~"$instance"}, project)',
                        "refId": "PrometheusVariableQueryEditor-VariableQuery"},
              "current": {}, "hide": 0, "includeAll": True, "allValue": ".*", "multi": True,
              "refresh": 2, "regex": "", "sort": 1},
