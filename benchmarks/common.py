@@ -78,16 +78,30 @@ WORDS = ("ledger writer queue snapshot compactor projection replay stream sequen
          "schema migration cursor shard tenant quota budget alert probe heartbeat gate").split()
 
 
-def seed_chunks(conn, n: int, seed: int = 7) -> None:
-    """Insert `n` deterministic synthetic doc chunks (10 per file) in one transaction."""
+def seed_chunks(conn, n: int, seed: int = 7, bulk: bool = False) -> None:
+    """Insert `n` deterministic synthetic doc chunks (10 per file) in one transaction.
+
+    `bulk` (the 1M-chunk scale series): the rows stream from a generator into one
+    executemany with the FTS insert trigger dropped, then the index is built once with
+    FTS5's 'rebuild' and the trigger restored -- the same index, several times faster than
+    a trigger firing per row. Same rows, same order, for the same seed either way."""
     import random
 
     from memory_core.db import write
 
     rng = random.Random(seed)
+    rows = ((f"docs/f{i // 10}.md", " ".join(rng.choices(WORDS, k=3)),
+             " ".join(rng.choices(WORDS, k=80)) + f" token{i}", f"h{i}") for i in range(n))
+    insert = ("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, "
+              "content_hash, created_ns) VALUES ('docs', ?, 1, 20, 'heading', ?, ?, ?, 0)")
+    if not bulk:
+        with write(conn):
+            conn.executemany(insert, list(rows))
+        return
+    (trigger,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' "
+                              "AND name = 'chunks_ai'").fetchone()
     with write(conn):
-        conn.executemany(
-            "INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
-            "created_ns) VALUES ('docs', ?, 1, 20, 'heading', ?, ?, ?, 0)",
-            [(f"docs/f{i // 10}.md", " ".join(rng.choices(WORDS, k=3)),
-              " ".join(rng.choices(WORDS, k=80)) + f" token{i}", f"h{i}") for i in range(n)])
+        conn.execute("DROP TRIGGER chunks_ai")
+        conn.executemany(insert, rows)
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        conn.execute(trigger)

@@ -6,7 +6,7 @@ import sys
 
 from memhealth.cliutil import UsageError, add_parser, add_project_option
 
-USAGE = ("memhealth triage [--json] | confirm ID | reject ID | retitle ID TITLE | "
+USAGE = ("memhealth triage [--json] | confirm ID [--supersedes ID] | reject ID | retitle ID TITLE | "
          "merge ID INTO ID | --apply FILE.json | --interactive")
 
 
@@ -27,6 +27,8 @@ def register(sub):
     p.add_argument("--json", action="store_true", help="list as JSON")
     p.add_argument("--all", action="store_true", help="list every candidate, not only pending ones")
     p.add_argument("--apply", metavar="FILE", help="apply a JSON list of decisions")
+    p.add_argument("--supersedes", metavar="ID", help="with confirm: the confirmed decision this one "
+                   "replaces (a lineage thread, shown newest first)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--interactive", "-i", action="store_true", default=None,
                       help="ask about each pending candidate (the default in a terminal)")
@@ -89,6 +91,10 @@ def run(args) -> int:
     from memory_core import triage
 
     request = parse_words(args.words)
+    if args.supersedes is not None:
+        if request is None or request[0] != "confirm":
+            raise Usage("--supersedes goes with confirm ID")
+        request[2]["supersedes"] = _int(args.supersedes)
     if request is not None and (args.apply or args.interactive):
         raise Usage("give an action, --apply or --interactive, not several")
     batch = None

@@ -117,7 +117,8 @@ def prompt(ctx) -> str | None:
 
     from memory_core import inject
 
-    result = inject.decide(ctx.conn, text, intent, ctx.cfg, ctx.session_id, ctx.trace)
+    result = inject.decide(ctx.conn, text, intent, ctx.cfg, ctx.session_id, ctx.trace,
+                           root=ctx.project.root)
     ctx.decisions.append({**decision, "outcome": result.outcome, "intent": intent,
                           "retrieval_ms": result.retrieval_ms, "detail": result.detail})
     for reason, detail in result.problems:

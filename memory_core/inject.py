@@ -33,11 +33,17 @@ Two readings refine naming: a code identifier the entry lists (`verify=`, `follo
 `DigestAuth`), written in the prompt or spelled in words, names it; a prompt asking for a
 new member of an entry's category ("a request-id middleware", "a custom middleware") is new
 work, and then only a written identifier still names an entry (`new_instance`).
+
+What the tree refutes is never DO-NOT-REBUILD (`stale_claim`): given the project root, each
+item kept is checked with one os.stat per path it names — an inventory entry whose `path:`
+is gone, a confirmed record whose file changed after its `recorded:` date — and delivered as
+a STALE-CLAIM block naming what changed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 
@@ -451,7 +457,11 @@ def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: b
     return arith
 
 
-def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -> InjectResult:
+def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
+           root: str | None = None) -> InjectResult:
+    """Run the cascade for one prompt. With `root` (the project root; the prompt hook always
+    passes it) each item chosen is checked against the tree (`stale_claim`): one whose claim
+    fails is delivered as a STALE-CLAIM block instead of the block it would have been."""
     icfg = cfg["injection"]
     toks = fts.tokens(prompt, min_len=4, limit=MAX_PROMPT_TOKENS)
     # the entry leg: names are short ("CLI", "TLS", "max"), so three-letter words count; the
@@ -589,6 +599,9 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace) -
         detail["reason"] = "per-session cap reached"
         return InjectResult("capped", retrieval_ms=retrieval_ms, detail=detail)
 
+    if root is not None:
+        chosen = _check_claims(root, chosen, detail, trace)
+    chosen = _threads(conn, chosen, detail)
     text = render(chosen, intent, icfg["max_chars"])
     detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"]} for a, _r, b, _e in chosen]
     if icfg["mode"] == "off":
@@ -650,6 +663,175 @@ def _apply_caps(conn, offered, session_id, icfg):
     return chosen
 
 
+# STALE-CLAIM (issue 12): memory that is wrong is as harmful as memory that is missing. An
+# item whose claim about the tree can be checked cheaply (one os.stat per path it names, never
+# a walk) and fails is delivered as a warning naming what changed, never as DO-NOT-REBUILD.
+RECORD_KINDS = frozenset({"decision", "dead_end", "dead-end", "correction"})
+MAX_CLAIMED_PATHS = 3              # a `path:` listing more is checked on its first three
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?")
+_LINE_SUFFIX = re.compile(r":\d+(?:-\d+)?$")
+
+
+def _epoch(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (calendar.timegm without importing
+    calendar, datetime and locale on the hook path)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def recorded_at(value) -> tuple[float, str] | None:
+    """A record's `recorded:` as (seconds since the epoch, its day). A bare date means the end
+    of that day (UTC): a change later that day is not provably after the record; a timestamp
+    is written to the second, so a change within that second is not after it either."""
+    match = _DATE.match(str(value or "").strip())
+    if not match:
+        return None
+    y, mo, d, hh, mm, ss = match.groups()
+    if not (1 <= int(mo) <= 12 and 1 <= int(d) <= 31):
+        return None
+    days = _epoch(int(y), int(mo), int(d))
+    at = days * 86400 + (int(hh) * 3600 + int(mm) * 60 + int(ss or 0) + 1 if hh else 86400)
+    return float(at), f"{y}-{mo}-{d}"
+
+
+def claimed_paths(root: str, value, transcript_ok: bool = True) -> list[str]:
+    """The project files an item names (a `path:` value, or a record's `source:`), relative to
+    `root`: comma- or space-separated, backticks and a `:line` suffix dropped; a word with
+    neither a slash nor a dot is commentary, not a path. A glob, a URL, a
+    path outside the project and (with `transcript_ok` false) a transcript (`.jsonl`: appended
+    to as the session goes on, and the record is about what was said in it) name nothing the
+    tree can refute."""
+    out = []
+    for raw in re.split(r"[,\s]+", str(value or "")):
+        rel = _LINE_SUFFIX.sub("", raw.strip("`'\"()[]<>;.").rstrip(":")) if raw else ""
+        if not rel or "://" in rel or any(c in rel for c in "*?[{$~") or rel.startswith("-"):
+            continue
+        if "/" not in rel and "." not in rel:  # a word of commentary ("(SOCKS5)"), not a path
+            continue
+        if not transcript_ok and rel.endswith(".jsonl"):
+            continue
+        full = os.path.normpath(os.path.join(root, rel))
+        if full != root and not full.startswith(root.rstrip(os.sep) + os.sep):
+            continue
+        rel = os.path.relpath(full, root)
+        if rel not in out:
+            out.append(rel)
+        if len(out) >= MAX_CLAIMED_PATHS:
+            break
+    return out
+
+
+def stale_claim(root: str, kind: str | None, attrs: dict | None) -> str | None:
+    """What makes an item's claim stale, or None. An inventory entry claims its `path:` exists;
+    a confirmed record naming a project file (`path:`, else a `source:` that is a project file)
+    claims it as it was when `recorded:`: the file gone, or changed since (mtime), refutes it.
+    One os.stat per named path; an item naming nothing checkable is never stale."""
+    kind, attrs = (kind or "").lower(), attrs or {}
+    root = os.path.abspath(root)
+    if kind in DNR_KINDS:
+        paths, since = claimed_paths(root, attrs.get("path")), None
+    elif kind in RECORD_KINDS and confirmed(attrs):
+        # a source is "where:line (session, time, speaker)": only its first word is a place
+        source = (str(attrs.get("source") or "").split() or [""])[0]
+        paths = claimed_paths(root, attrs.get("path")) or claimed_paths(root, source, transcript_ok=False)
+        since = recorded_at(attrs.get("recorded"))
+    else:
+        return None
+    for rel in paths:
+        try:
+            st = os.stat(os.path.join(root, rel))
+        except OSError:
+            return f"{rel} no longer exists"
+        if since is not None and not os.path.isdir(os.path.join(root, rel)) and st.st_mtime >= since[0]:
+            return f"{rel} changed after this was recorded on {since[1]}"
+    return None
+
+
+def _check_claims(root: str, chosen: list, detail: dict, trace) -> list:
+    """Re-block each chosen item whose claim the tree refutes as "stale_claim" (it was counted
+    against its own block's per-session cap: the same item, told truthfully)."""
+    out, stale = [], []
+    with trace.span("inject.stale_claim") as span:
+        for arith, row, block, evidence in chosen:
+            why = stale_claim(root, row[5], _attrs(row))
+            if why is None:
+                out.append((arith, row, block, evidence))
+                continue
+            arith = {**arith, "stale": why, "instead_of": block}
+            stale.append({"chunk_id": row[0], "instead_of": block, "why": why})
+            out.append((arith, row, "stale_claim", []))
+        span.update({"memhealth.stale.checked": len(chosen), "memhealth.stale.found": len(stale)})
+    if stale:
+        detail["stale_claim"] = stale
+    return out
+
+
+MAX_THREAD = 8                     # decisions shown in one lineage thread
+
+
+def _links(row) -> tuple[str, str, str]:
+    attrs = _attrs(row)
+    return tuple(str(attrs.get(k) or "").strip() for k in ("candidate", "supersedes", "superseded_by"))
+
+
+def _threads(conn, chosen: list, detail: dict) -> list:
+    """Attach its lineage thread (newest first) to each chosen decision record that links to
+    another (`supersedes:` / `superseded_by:`, written by `memhealth triage confirm ID
+    --supersedes OTHER`); a second chosen record of a thread already shown is dropped. The
+    records are read only when a chosen one links: tens of rows by the (source, kind) index."""
+    if not any(b == "thread" and any(_links(r)[1:]) for _a, r, b, _e in chosen):
+        return chosen
+    by_id = {}
+    for row in conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE source = 'memory' AND kind = 'decision' "
+                            "ORDER BY id"):
+        cand = _links(row)[0]
+        if cand and cand not in by_id:  # a record's first chunk speaks for it
+            by_id[cand] = row
+    out, shown = [], set()
+    for arith, row, block, evidence in chosen:
+        cand, back, forward = _links(row)
+        if block != "thread" or not (back or forward) or cand not in by_id:
+            out.append((arith, row, block, evidence))
+            continue
+        if cand in shown:
+            continue
+        newest, steps = cand, 0
+        while _links(by_id[newest])[2] in by_id and steps < MAX_THREAD:  # forward to the newest
+            newest, steps = _links(by_id[newest])[2], steps + 1
+        thread, at = [], newest
+        while at in by_id and at not in thread and len(thread) < MAX_THREAD:  # back, newest first
+            thread.append(at)
+            at = _links(by_id[at])[1]
+        shown.update(thread)
+        arith = {**arith, "thread": [by_id[c] for c in thread]}
+        detail.setdefault("lineage", []).append({"chunk_id": row[0], "thread": [int(c) if c.isdigit() else c
+                                                                               for c in thread]})
+        out.append((arith, row, block, evidence))
+    return out
+
+
+def _thread_lines(arith: dict, row, budget: int) -> list[str]:
+    """The thread under a decision-lineage block: each decision, newest first, when recorded,
+    which one is current, and its statement (the matched one marked)."""
+    rows = arith.get("thread") or []
+    if len(rows) < 2:
+        return []
+    each = max(budget // len(rows), 80)
+    lines = ["  thread, newest first:"]
+    for n, r in enumerate(rows):
+        attrs = _attrs(r)
+        cand, _back, forward = _links(r)
+        day = str(attrs.get("recorded") or "")[:10] or "unknown date"
+        state = "current" if n == 0 else f"superseded by #{forward}"
+        here = " ← matched" if r[0] == row[0] else ""
+        statement = clip(" ".join(str(attrs.get("description") or r[7]).split()), each)
+        lines.append(f"  {n + 1}. #{cand} {_quoted(entry_name(r))} (recorded {day}, {state}){here}: {statement}")
+    return lines
+
+
 def _where(row) -> str:
     _id, source, path, ls, le = row[:5]
     return f"{path}:{ls}-{le}" if ls else path
@@ -679,6 +861,20 @@ def _dead_end(row, budget: int) -> str:
     return "\n".join(lines)
 
 
+def _stale(arith: dict, row, budget: int) -> str:
+    """A claim the tree refutes: what changed first, then what the memory said (so it can be
+    corrected), never "may already exist"."""
+    attrs = _attrs(row)
+    what = {"dnr": "a subsystem inventory entry", "dead_end": "a confirmed dead end"}.get(
+        arith.get("instead_of"), "a record")
+    said = attrs.get("description") if arith.get("instead_of") == "dead_end" else None
+    lines = [f"STALE-CLAIM: {_quoted(entry_name(row))} ({what}) — {arith['stale']}; "
+             f"what memory says may no longer hold — {_provenance(row)}.",
+             f"  memory says: {clip(' '.join(str(said or row[7]).split()), budget)}",
+             "  check the tree before relying on it, and correct or remove the memory if it is wrong"]
+    return "\n".join(lines)
+
+
 def render(chosen, intent: str, max_chars: int) -> str:
     """Frame each item with its provenance; the whole block stays under max_chars. A
     DO-NOT-REBUILD names the entry and where it lives; its evidence is one line each."""
@@ -691,6 +887,9 @@ def render(chosen, intent: str, max_chars: int) -> str:
         if block == "dead_end":
             parts.append(_dead_end(row, budget))
             continue
+        if block == "stale_claim":
+            parts.append(_stale(arith, row, budget))
+            continue
         if block == "dnr":
             where = _attrs(row).get("path")
             lives = f" (lives in {where})" if where else ""
@@ -699,7 +898,9 @@ def render(chosen, intent: str, max_chars: int) -> str:
             kind = ("Dead-end record" if (row[5] or "").lower() in DEAD_END_KINDS else "Decision lineage"
                     if row[1] == "ledger" or (row[5] or "") in LINEAGE_KINDS else "Related record")
             head = f"{kind}: {_quoted(row[6] or row[2])} — {_provenance(row)}."
-        lines = [head, f"  shares: {matched}", f"  {body}"]
+        thread = _thread_lines(arith, row, budget)
+        # a thread states each decision, the matched one too: its body is not repeated
+        lines = [head, f"  shares: {matched}"] + (thread or [f"  {body}"])
         lines += [f"  mentioned in: {_where(e)} {_quoted(e[6] or e[2])} ({e[1]})" for e in evidence]
         parts.append("\n".join(lines))
     return clip("\n".join(parts), max_chars)

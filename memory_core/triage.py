@@ -5,6 +5,7 @@
     confirm(conn, root, cfg, 17)                   # -> .memhealth/memory/records/decision-17-....md
     reject(conn, root, cfg, 18); retitle(conn, root, cfg, 17, "WAL, not rollback journals")
     merge(conn, root, cfg, 19, 17)                 # 19 is the same thing as 17
+    confirm(conn, root, cfg, 21, supersedes=17)    # 21 replaces decision 17 (a lineage thread)
 
 A confirmed candidate becomes a memory file under `.memhealth/memory/records/`, with
 frontmatter the rest of the system reads (`type: decision|dead_end|correction`, `name:`,
@@ -13,7 +14,9 @@ frontmatter the rest of the system reads (`type: decision|dead_end|correction`, 
 and merged candidates stay in the store only: their normalized statement is never proposed
 again (memory_core.capture_store) and, having no file, they are never indexed or injected.
 Every decision bumps memhealth_triage_decisions_total{kind, decision} and refreshes meta
-`capture.pending` for the gate.
+`capture.pending` for the gate. A decision confirmed with `supersedes=` links to the one it
+replaces: `supersedes:` in its file, `superseded_by:` in the other's (kept across rewrites);
+the injection cascade shows the thread newest first.
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ from memory_core.outbox import bump
 from memory_core.tx import write
 
 ACTIONS = ("confirm", "reject", "retitle", "merge")
+# lineage (issue 12): a confirmed decision may replace an earlier one on the same subject;
+# both files carry the link, by candidate id, and the injection cascade shows the thread
+LINK_KEYS = ("supersedes", "superseded_by")
+LINEAGE_KIND = "decision"
+_FRONT_KEY = re.compile(r"^([a-z_]+)[ \t]*:[ \t]*(.*?)[ \t]*$")
 _COLUMNS = ("id", "kind", "statement", "title", "transcript", "line", "session_id", "ts", "role",
             "state", "merged_into", "record_path", "created_ns", "decided_ns")
 
@@ -85,8 +93,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def render_record(item: dict, recorded: str) -> str:
-    """The memory file of a confirmed record."""
+def render_record(item: dict, recorded: str, links: dict | None = None) -> str:
+    """The memory file of a confirmed record; `links` are its lineage keys (`supersedes`,
+    `superseded_by`: candidate ids of the decisions it replaces / that replace it)."""
     label = {"decision": "Decision", "dead_end": "Dead end", "correction": "Correction"}[item["kind"]]
     lines = ["---",
              f"name: {_one_line(item['title'])}",
@@ -95,8 +104,9 @@ def render_record(item: dict, recorded: str) -> str:
              "status: confirmed",
              f"recorded: {recorded}",
              f"source: {provenance(item)}",
-             f"candidate: {item['id']}",
-             "---",
+             f"candidate: {item['id']}"]
+    lines += [f"{k}: {_one_line(str(v))}" for k, v in (links or {}).items() if k in LINK_KEYS and v]
+    lines += ["---",
              f"# {_one_line(item['title'])}",
              "",
              f"{label}: {item['statement'].strip()}",
@@ -132,23 +142,65 @@ def _decided(conn, item: dict, decision: str, state: str | None = None, **column
     refresh_depth(conn)
 
 
-def _rewrite(conn, root: str, cid: int) -> None:
+def links(path: str) -> dict:
+    """The lineage keys in a record file's frontmatter ({} for a file without, or none)."""
+    out: dict = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return out
+    if not lines or lines[0].strip() != "---":
+        return out
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        match = _FRONT_KEY.match(line)
+        if match and match.group(1) in LINK_KEYS and match.group(2):
+            out[match.group(1)] = match.group(2)
+    return out
+
+
+def _rewrite(conn, root: str, cid: int, **link) -> None:
+    """Render a confirmed record's file again from the store, keeping its lineage keys (and
+    setting `link`'s)."""
     item = get(conn, cid)
     if item["state"] == "confirmed" and item["record_path"]:
+        path = os.path.join(root, item["record_path"])
         recorded = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((item["decided_ns"] or time.time_ns()) / 1e9))
-        _write_file(os.path.join(root, item["record_path"]), render_record(item, recorded))
+        _write_file(path, render_record(item, recorded, {**links(path), **link}))
 
 
-def confirm(conn, root: str, cfg, cid: int) -> str:
-    """Make candidate `cid` a memory record; returns the file's project-relative path."""
+def _lineage_target(conn, root: str, item: dict, other: int) -> dict:
+    """The decision `item` supersedes: another confirmed decision, with its file, not already
+    superseded (a thread is a line, newest first, not a tree)."""
+    if other == item["id"]:
+        raise TriageError("a decision cannot supersede itself")
+    target = get(conn, other)
+    if item["kind"] != LINEAGE_KIND or target["kind"] != LINEAGE_KIND:
+        raise TriageError(f"only a decision supersedes a decision (#{item['id']} is {item['kind']}, "
+                          f"#{other} is {target['kind']})")
+    if target["state"] != "confirmed" or not target["record_path"]:
+        raise TriageError(f"candidate #{other} is {target['state']}; only a confirmed decision can be superseded")
+    earlier = links(os.path.join(root, target["record_path"])).get("superseded_by")
+    if earlier:
+        raise TriageError(f"decision #{other} is already superseded by #{earlier}; supersede #{earlier} instead")
+    return target
+
+
+def confirm(conn, root: str, cfg, cid: int, supersedes: int | None = None) -> str:
+    """Make candidate `cid` a memory record; returns the file's project-relative path. With
+    `supersedes`, the confirmed decision it replaces: both files carry the link."""
     item = get(conn, cid)
     if item["state"] != "pending":
         raise TriageError(f"candidate #{cid} is {item['state']}, not pending")
+    if supersedes is not None:
+        _lineage_target(conn, root, item, supersedes)
     now_ns = time.time_ns()
     recorded = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now_ns / 1e9))
     rel = os.path.relpath(os.path.join(records_dir(root), f"{item['kind']}-{cid}-{_slug(item['title'])}.md"), root)
     path = os.path.join(root, rel)
-    _write_file(path, render_record(item, recorded))
+    _write_file(path, render_record(item, recorded, {"supersedes": supersedes}))
     try:
         with write(conn):
             _decided(conn, item, "confirmed", "confirmed", record_path=rel)
@@ -158,6 +210,8 @@ def confirm(conn, root: str, cfg, cid: int) -> str:
         except FileNotFoundError:
             pass
         raise
+    if supersedes is not None:
+        _rewrite(conn, root, supersedes, superseded_by=str(cid))
     _reindex(conn, root, cfg)
     return rel
 
@@ -211,7 +265,7 @@ def merge(conn, root: str, cfg, cid: int, into: int) -> None:
 
 def parse_decision(entry) -> tuple[str, int, dict]:
     """One entry of a batch file: {"id": 3, "action": "confirm"|"reject"|"retitle"|"merge",
-    "title": ... (retitle), "into": ... (merge)}. Raises ValueError naming what is wrong."""
+    "title": ... (retitle), "into": ... (merge), "supersedes": ... (confirm, optional)}. Raises ValueError naming what is wrong."""
     if not isinstance(entry, dict):
         raise ValueError(f"expected an object, got {type(entry).__name__}")
     action, cid = entry.get("action"), entry.get("id")
@@ -224,6 +278,11 @@ def parse_decision(entry) -> tuple[str, int, dict]:
         if not isinstance(entry.get("title"), str) or not entry["title"].strip():
             raise ValueError("retitle needs a non-empty string 'title'")
         extra["title"] = entry["title"]
+    if action == "confirm" and entry.get("supersedes") is not None:
+        other = entry["supersedes"]
+        if isinstance(other, bool) or not isinstance(other, int):
+            raise ValueError(f"supersedes must be an integer id, got {other!r}")
+        extra["supersedes"] = other
     if action == "merge":
         into = entry.get("into")
         if isinstance(into, bool) or not isinstance(into, int):
@@ -235,7 +294,9 @@ def parse_decision(entry) -> tuple[str, int, dict]:
 def apply_one(conn, root: str, cfg, action: str, cid: int, extra: dict) -> str:
     """Apply one decision; a line saying what happened. Raises TriageError."""
     if action == "confirm":
-        return f"#{cid} confirmed → {confirm(conn, root, cfg, cid)}"
+        other = extra.get("supersedes")
+        rel = confirm(conn, root, cfg, cid, supersedes=other)
+        return f"#{cid} confirmed → {rel}" + (f" (supersedes #{other})" if other is not None else "")
     if action == "reject":
         reject(conn, root, cfg, cid)
         return f"#{cid} rejected"

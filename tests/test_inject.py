@@ -126,6 +126,8 @@ def test_the_prompt_hook_injects_as_additional_context_and_compaction_resets_the
     conn = connect(project / ".memhealth" / "memory.db")
     seed(conn, extra=[COMPACTOR])
     conn.close()
+    (project / "src").mkdir(exist_ok=True)  # where the entry says it lives (STALE-CLAIM otherwise)
+    (project / "src" / "compactor.py").write_text("def fold(): ...\n", encoding="utf-8")
     body = payload("prompt", project, prompt="Let's build a snapshot compactor for the streams")
     first = run_hook("prompt", body, cwd=str(project))
     assert first.returncode == 0
@@ -142,6 +144,8 @@ def test_the_prompt_hook_in_ablation_mode_prints_nothing_but_records(project):
     conn = connect(project / ".memhealth" / "memory.db")
     seed(conn, extra=[COMPACTOR])
     conn.close()
+    (project / "src").mkdir(exist_ok=True)  # where the entry says it lives (STALE-CLAIM otherwise)
+    (project / "src" / "compactor.py").write_text("def fold(): ...\n", encoding="utf-8")
     run = run_hook("prompt", payload("prompt", project, prompt="build a snapshot compactor"),
                    cwd=str(project), env=clean_env(MEMHEALTH_INJECTION_MODE="off"))
     assert run.returncode == 0 and run.stdout == b""

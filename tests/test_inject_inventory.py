@@ -214,6 +214,8 @@ def test_only_an_inventory_entry_is_do_not_rebuild_and_only_a_confirmed_dead_end
 
 def test_the_prompt_hook_names_the_entry_through_a_real_subprocess(tmp_path):
     root = _project(tmp_path, {"MEMORY.md": INDEX, "cli.md": CLI})
+    (root / "httpx").mkdir()  # where the entry says it lives: the hook checks (STALE-CLAIM otherwise)
+    (root / "httpx" / "_main.py").write_text("def main(): ...\n", encoding="utf-8")
     run = run_hook("prompt", payload("prompt", root, prompt="Add a --verbose flag to the command line tool"),
                    cwd=str(root))
     assert run.returncode == 0

@@ -28,8 +28,12 @@ Each entry's name (`name:` of a one-subsystem file, the heading of a section), `
 a DO-NOT-REBUILD names the entry and where it lives.
 
 A record confirmed by `memhealth triage` (`type: decision | dead_end | correction`) keeps
-its `status:`, `recorded:` and `source:` (transcript:line, session, time) in the attrs too:
-only `status: confirmed` makes it eligible for a DEAD-END block.
+its `status:`, `recorded:`, `source:` (transcript:line, session, time) and `path:` (the
+project file it is about, when someone adds one) in the attrs too: only `status: confirmed`
+makes it eligible for a DEAD-END block, and a `path:` changed after `recorded:` makes it a
+STALE-CLAIM (memory_core.inject.stale_claim). Its `candidate:` id and lineage links
+(`supersedes:`, `superseded_by:` — candidate ids) are kept so the decision-lineage block can
+show the thread.
 
 An index file (MEMORY.md, or `type: index`) is never an item: it lists memories that are
 ingested themselves, and Claude Code already loads it into every session. Only its
@@ -53,7 +57,7 @@ INDEX_KIND = "index"
 SUBSYSTEM_KIND = "subsystem"
 # records written by `memhealth triage` (memory_core/triage.py render_record)
 RECORD_KINDS = frozenset({"decision", "dead_end", "dead-end", "correction"})
-RECORD_KEYS = ("status", "recorded", "source")
+RECORD_KEYS = ("status", "recorded", "source", "path", "candidate", "supersedes", "superseded_by")
 _SECTION_KEY = re.compile(r"^(path|aliases)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
 
 
