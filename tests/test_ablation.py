@@ -70,6 +70,8 @@ def test_injection_off_alternates_days_and_the_report_compares_the_arms(project)
     conn = connect(project / ".memhealth" / "memory.db")
     seed(conn, extra=[COMPACTOR])
     conn.close()
+    (project / "src").mkdir(exist_ok=True)  # where the entry says it lives (STALE-CLAIM otherwise)
+    (project / "src" / "compactor.py").write_text("def fold(): ...\n", encoding="utf-8")
     p = str(project)
     assert run_cli("ablation", "start", "injection-off", "--days", "4", "--project", p).returncode == 0
 
