@@ -14,6 +14,8 @@ def register(sub):
                     "gate verdict history, degradations, alert decisions and the telemetry outbox.")
     add_project_option(p)
     p.add_argument("--days", type=positive_float, default=7.0, metavar="N", help="window in days (default: 7)")
+    p.add_argument("--ablation", action="store_true",
+                   help="compare the arms of the registered ablation (memhealth ablation) instead")
     add_json_option(p, "the report (instead of text tables)")
     p.set_defaults(func=run)
     return p
@@ -23,8 +25,13 @@ def run(args) -> int:
     import json
 
     from memhealth.cliutil import open_project
-    from telemetry.report import build_report, render_text
+    from telemetry.report import build_ablation, build_report, render_ablation, render_text
 
+    if args.ablation:
+        with open_project(args) as ctx:
+            data = build_ablation(ctx.conn)
+        print(json.dumps(data, indent=2) if args.json else render_ablation(data), end="" if not args.json else "\n")
+        return 0
     with open_project(args) as ctx:
         data = build_report(ctx.conn, args.days, killed_after_s=ctx.cfg["hooks"]["killed_after_s"])
     print(json.dumps(data, indent=2) if args.json else render_text(data), end="" if not args.json else "\n")

@@ -43,7 +43,11 @@ SCRIPT = [
     ("pre-tool", {"tool_name": "Edit", "tool_input": {"file_path": "src/compactor.py", "old_string": "10_000",
                                                        "new_string": "5_000"},
                   "tool_use_id": "toolu_02"}, "first touch of the file after compaction"),
-    ("prompt", {"prompt": "why does the projection replay get slower after a restart?"},
+    ("prompt", {"prompt": "why does the projection replay get slower after a restart?",
+                # what the assistant answers goes into the transcript: a dead end, stated in
+                # passing, that session end's capture proposes and the triage step confirms
+                "_reply": "I tried a Redis cache for projection snapshots first and it did not work: every "
+                          "replay invalidated it, so I reverted it. The slowdown is the replay from zero."},
      "investigation intent, nothing relevant stored"),
     ("stop", {"stop_hook_active": False, "last_assistant_message": "Done."}, "the turn ends"),
     ("session-end", {"reason": "prompt_input_exit"}, "the session ends"),
@@ -109,22 +113,23 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     out("")
     actions = init_project(root)  # hooks run by the same absolute launcher as cmd
     _write_demo_config(root, transcripts)
-    out(f"[1/4] init: {len(actions)} actions — .memhealth/ created, hooks merged into .claude/settings.local.json")
+    out(f"[1/5] init: {len(actions)} actions — .memhealth/ created, hooks merged into .claude/settings.local.json")
 
     ingest = subprocess.run(cmd + ["ingest", "--project", root], capture_output=True, text=True, timeout=300)
     summary = (ingest.stdout.strip() or ingest.stderr.strip()).splitlines()
-    out(f"[2/4] ingest{' (with git history)' if has_git else ''}: "
+    out(f"[2/5] ingest{' (with git history)' if has_git else ''}: "
         f"{summary[0].removeprefix('memhealth ingest: ') if summary else 'no output'}")
     for line in summary[1:]:  # its notes, one a line
         out(f"      {line.strip()}")
     failures = [] if ingest.returncode == 0 else [f"ingest exited {ingest.returncode}: {ingest.stderr.strip()[-300:]}"]
     out("")
-    out("[3/4] a session, through the real hook entry points (one process per hook):")
+    out("[3/5] a session, through the real hook entry points (one process per hook):")
     width = max(len(label) for *_x, label in SCRIPT)
     first_injection = first_cue = None
     for event, fields, label in SCRIPT:
         body = {"session_id": SESSION, "transcript_path": transcript, "cwd": root,
-                "hook_event_name": event, "permission_mode": "default", **fields}
+                "hook_event_name": event, "permission_mode": "default",
+                **{k: v for k, v in fields.items() if not k.startswith("_")}}
         if event == "post-tool":  # what Claude Code sends after a Read (REFERENCE §1b)
             path = os.path.join(root, fields["tool_input"]["file_path"])
             with open(path, encoding="utf-8") as fh:
@@ -138,7 +143,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         ms, context, err = _run_hook(cmd, event, body, root)
         if event == "prompt":
             with open(transcript, "a", encoding="utf-8") as fh:
-                fh.write(_transcript_line("assistant", "Understood.", root))
+                fh.write(_transcript_line("assistant", fields.get("_reply", "Understood."), root))
         shown = ""
         if context:
             text = context["hookSpecificOutput"]["additionalContext"]
@@ -159,8 +164,10 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     out("")
     _print_cues(root, out, first_cue)
     out("")
+    failures += _capture_and_triage(cmd, root, transcript, out)
+    out("")
     gate = subprocess.run(cmd + ["gate", "--project", root], capture_output=True, text=True, timeout=300)
-    out("[4/4] the health gate now (`memhealth gate`):")
+    out("[5/5] the health gate now (`memhealth gate`):")
     for line in (gate.stdout or gate.stderr).rstrip().splitlines():
         out(f"  {line}")
     if gate.returncode not in (0, 1):  # 1 is a RED verdict, which the demo shows as it is
@@ -176,6 +183,62 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
             out(f"  - {failure}")
         return 1
     return 0
+
+
+DEAD_END_TITLE = "Redis projection cache"
+REPROPOSAL = "Let's add a Redis projection cache so replays get faster"
+
+
+def _capture_and_triage(cmd: list[str], root: str, transcript: str, out) -> list[str]:
+    """What session end's capture proposed, the dead end confirmed through `memhealth triage`,
+    and a later session re-proposing it: the DEAD-END block as Claude receives it."""
+    failures: list[str] = []
+    listing = subprocess.run(cmd + ["triage", "--json", "--project", root], capture_output=True, text=True,
+                             timeout=120)
+    try:
+        pending = json.loads(listing.stdout) if listing.returncode == 0 else []
+    except ValueError:
+        pending = []
+    out(f"[4/5] capture and triage: session end proposed {len(pending)} candidate(s) from the transcript "
+        "(`memhealth triage`):")
+    for item in pending:
+        out(f"  #{item['id']} {item['kind']:<10} {item['statement'][:90]}")
+    dead_end = next((item for item in pending if item["kind"] == "dead_end"), None)
+    if dead_end is None:
+        return [f"capture proposed no dead end (triage exited {listing.returncode}: {listing.stderr.strip()[-200:]})"]
+    # triage as a person does it: a short title naming the thing, then confirm
+    for words in (["retitle", str(dead_end["id"]), DEAD_END_TITLE], ["confirm", str(dead_end["id"])]):
+        step = subprocess.run(cmd + ["triage", *words, "--project", root], capture_output=True, text=True,
+                              timeout=120)
+        out("  $ memhealth triage " + " ".join(f'"{w}"' if " " in w else w for w in words))
+        for line in (step.stdout or step.stderr).strip().splitlines():
+            out(f"    {line}")
+        if step.returncode != 0:
+            return [f"triage {words[0]} exited {step.returncode}: {step.stderr.strip()[-300:]}"]
+    later = SESSION[:-4] + "0002"  # a later session, which never saw the first one's words
+    later_transcript = transcript.replace(SESSION, later)
+    with open(later_transcript, "w", encoding="utf-8") as fh:
+        fh.write(_transcript_line("user", REPROPOSAL, root).replace(SESSION, later))
+    base = {"session_id": later, "transcript_path": later_transcript, "cwd": root, "permission_mode": "default"}
+    out("")
+    out("A later session re-proposes it:")
+    text = ""
+    for event, fields in (("session-start", {"source": "startup"}), ("prompt", {"prompt": REPROPOSAL})):
+        ms, context, err = _run_hook(cmd, event, {**base, "hook_event_name": event, **fields}, root)
+        if err:
+            failures.append(f"hook {event}: {err[:300]}")
+        text = context["hookSpecificOutput"]["additionalContext"] if context else ""
+        shown = f"\"{REPROPOSAL}\"" if event == "prompt" else (text.splitlines() or [""])[0][:70]
+        out(f"  {event:<13} {ms:6.0f} ms  {shown}")
+    if "DEAD-END" not in text:
+        return failures + ["the re-proposal did not get the DEAD-END block"]
+    out("The DEAD-END block, as Claude received it:")
+    import textwrap
+
+    for line in text.splitlines()[:8]:
+        for part in textwrap.wrap(line, 100, subsequent_indent="    ") or [""]:
+            out(f"  | {part}")
+    return failures
 
 
 def _wait_for_capture(root: str, limit_s: float = 60.0) -> bool:
@@ -204,7 +267,7 @@ def _write_demo_config(root: str, transcripts: str) -> None:
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     keys = ('# set by `memhealth demo` for the sample layout\n'
-            'docs = ["README.md", "docs"]\nmemory = ["memory"]\nledgers = ["ledgers/decisions.ndjson"]\n'
+            'docs = ["README.md", "docs"]\nmemory = ["memory", ".memhealth/memory"]\nledgers = ["ledgers/decisions.ndjson"]\n'
             f"transcripts = [{json.dumps(transcripts)}]\n")
     text = text.replace("[ingest]\n", "[ingest]\n" + keys, 1)
     with open(path, "w", encoding="utf-8") as fh:

@@ -309,7 +309,48 @@ def session_end(ctx) -> str | None:
     return None
 
 
-HANDLERS = {
+ABLATION_KEY = "ablation.schedule"  # memory_core.ablation.ABLATION_KEY (not imported: hook path)
+
+
+def apply_ablation(ctx, now_ns: int | None = None) -> str | None:
+    """Turn the configured mode "off" on an ablated day of a registered schedule (`memhealth
+    ablation start`); return the arm in force ("ablated" | "baseline") or None. One meta
+    lookup on the open connection: each stored day carries its own [start_ns, end_ns), so
+    nothing here re-plans the schedule (memory_core.ablation writes it). A malformed value
+    is recorded and the hook runs as configured."""
+    import json
+    import time
+
+    row = ctx.conn.execute("SELECT value FROM meta WHERE key = ?", (ABLATION_KEY,)).fetchone()
+    if row is None:
+        return None
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    try:
+        sched = json.loads(row[0])
+        stopped = sched.get("stopped_ns")
+        if now_ns >= (min(sched["end_ns"], stopped) if stopped else sched["end_ns"]):
+            return None
+        arm = next((d["arm"] for d in sched["days"] if d["start_ns"] <= now_ns < d["end_ns"]), None)
+        if arm == "ablated":
+            ctx.cfg[sched["section"]]["mode"] = "off"
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        ctx.problem("ablation", f"unreadable {ABLATION_KEY}: {type(exc).__name__}: {exc}")
+        return None
+    if arm is not None:  # telemetry stays on: every span of the invocation says which arm
+        ctx.root.set("memhealth.ablation.arm", f"{sched.get('arm')}:{arm}")
+    return arm
+
+
+def _ablatable(handler):
+    def run(ctx) -> str | None:
+        apply_ablation(ctx)
+        return handler(ctx)
+
+    run.__doc__ = handler.__doc__
+    return run
+
+
+HANDLERS = {name: _ablatable(fn) for name, fn in {
     "session-start": session_start,
     "prompt": prompt_and_cues,
     "pre-tool": pre_tool,
@@ -317,4 +358,4 @@ HANDLERS = {
     "pre-compact": pre_compact,
     "stop": stop,
     "session-end": session_end,
-}
+}.items()}

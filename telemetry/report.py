@@ -323,3 +323,153 @@ def render_text(data: dict) -> str:
             f"  outbox backlog {tel['outbox_backlog']} span(s); last export {_when(tel['last_export_success_ns'])}"
             + (f"; last error: {tel['last_export_error']}" if tel["last_export_error"] else "")]
     return "\n".join(out) + "\n"
+
+
+# --- the ablation protocol (memhealth ablation; paper §8) --------------------------------
+
+ABLATION_BLOCKS = {"dnr": "DO-NOT-REBUILD", "dead_end": "DEAD-END"}
+SMALL_ARM = 30  # prompts per arm under which a difference is anecdote, not evidence
+
+
+def build_ablation(conn, *, now_ns: int | None = None) -> dict:
+    """Compare the arms of the registered schedule (or the last one) from the store: prompt
+    decisions by outcome (injected beside suppressed_ablation, the would-have-fired), the
+    DO-NOT-REBUILD and DEAD-END blocks fired or would-have-fired (re-proposals of confirmed
+    subsystems and dead ends), gate runs and REDs, and the time from a hook failure to the
+    first RED verdict after it. Every row is put in the arm in force at its timestamp."""
+    from memory_core import ablation
+
+    now_ns = now_ns or time.time_ns()
+    sched = ablation.load(conn)
+    if sched is None:
+        return {"schedule": None, "history": len(ablation.history(conn))}
+    lo, hi = sched["start_ns"], min(ablation.until_ns(sched), now_ns)
+    arms = {name: {"days": 0, "prompts": 0, "outcomes": {}, "sessions": set(),
+                   "blocks": {b: {"fired": 0, "would_have_fired": 0} for b in ABLATION_BLOCKS},
+                   "gate": {"runs": 0, "red": 0},
+                   "detect": {"failures": 0, "episodes": 0, "undetected": 0, "hours": []}}
+            for name in ("baseline", "ablated")}
+    for day in sched["days"]:
+        if day["start_ns"] < hi:
+            arms[day["arm"]]["days"] += 1
+
+    def arm_of(ts: int) -> dict | None:
+        name = ablation.arm_at(sched, ts)
+        return arms[name] if name else None
+
+    for ts, session, outcome, detail in conn.execute(
+            "SELECT ts_ns, session_id, outcome, detail FROM decisions WHERE hook = 'prompt' "
+            "AND ts_ns >= ? AND ts_ns < ?", (lo, hi)):
+        arm = arm_of(ts)
+        if arm is None:
+            continue
+        arm["prompts"] += 1
+        arm["outcomes"][outcome] = arm["outcomes"].get(outcome, 0) + 1
+        if session:
+            arm["sessions"].add(session)
+        if outcome not in ("injected", "suppressed_ablation") or not detail:
+            continue
+        try:
+            items = json.loads(detail).get("items") or []
+        except (ValueError, AttributeError):
+            continue
+        key = "fired" if outcome == "injected" else "would_have_fired"
+        for block in {item.get("block") for item in items if isinstance(item, dict)}:
+            if block in ABLATION_BLOCKS:
+                arm["blocks"][block][key] += 1
+    reds = []
+    for ts, verdict in conn.execute("SELECT ts_ns, verdict FROM gate_runs WHERE ts_ns >= ? ORDER BY ts_ns",
+                                    (lo,)):
+        if verdict == "red":
+            reds.append(ts)
+        arm = arm_of(ts) if ts < hi else None
+        if arm is not None:
+            arm["gate"]["runs"] += 1
+            arm["gate"]["red"] += 1 if verdict == "red" else 0
+    # an episode: the hook failures a RED verdict is the first to follow; its onset is the
+    # earliest of them, and it belongs to the arm in force then
+    episodes: dict[int | None, int] = {}
+    for ts, in conn.execute("SELECT started_ns FROM heartbeats WHERE hook != 'gate' AND outcome IN "
+                            "('error', 'killed') AND started_ns >= ? AND started_ns < ?", (lo, hi)):
+        arm = arm_of(ts)
+        if arm is None:
+            continue
+        arm["detect"]["failures"] += 1
+        red = next((r for r in reds if r >= ts), None)
+        if red is None:
+            arm["detect"]["undetected"] += 1
+        elif red not in episodes or ts < episodes[red]:
+            episodes[red] = ts
+    for red, onset in episodes.items():
+        arm = arm_of(onset)
+        arm["detect"]["episodes"] += 1
+        arm["detect"]["hours"].append((red - onset) / 3.6e12)
+    out = {}
+    for name, arm in arms.items():
+        hours = arm["detect"].pop("hours")
+        arm["detect"]["median_hours"] = _pct(hours, 50)
+        arm["detect"]["max_hours"] = max(hours) if hours else None
+        arm["sessions"] = len(arm["sessions"])
+        out[name] = arm
+    return {"schedule": {k: sched[k] for k in ("arm", "section", "start_ns", "end_ns", "stopped_ns",
+                                               "registered_ns")} | {"days": len(sched["days"])},
+            "until_ns": hi, "now": ablation.arm_at(sched, now_ns), "arms": out,
+            "history": len(ablation.history(conn)), "caveats": _ablation_caveats(sched, out)}
+
+
+def _ablation_caveats(sched: dict, arms: dict) -> list[str]:
+    small = [f"{name} {arm['prompts']}" for name, arm in arms.items() if arm["prompts"] < SMALL_ARM]
+    out = []
+    if small:
+        out.append(f"small samples: prompts per arm {', '.join(small)} (under {SMALL_ARM}): "
+                   "a difference here is an anecdote, not a result")
+    out.append("days alternate, they are not randomized: what differs between days (the task, the "
+               "weekday, who works) is confounded with the arm")
+    out.append("novelty: the person knows an ablation runs and may work differently on ablated days; "
+               "early days also carry the memory's own growth")
+    if sched["section"] == "injection":
+        out.append("would-have-fired is what the cascade chose on ablated days; whether the block "
+                   "would have changed what Claude did is not measured here")
+    else:
+        out.append("gate-off: REDs on ablated days come only from a `memhealth gate` someone ran, so "
+                   "time to detect there measures when a person looked; the RED may also name another "
+                   "check than the failure's")
+    return out
+
+
+def render_ablation(data: dict) -> str:
+    """The arms side by side, then the caveats."""
+    if data["schedule"] is None:
+        return ("memhealth report --ablation: no ablation registered "
+                "(memhealth ablation start injection-off|gate-off --days N)\n")
+    s = data["schedule"]
+    arms = data["arms"]
+    names = ["baseline", "ablated"]
+    out = [f"memhealth report --ablation: {s['arm']} ([{s['section']}].mode = off on ablated days), "
+           f"{s['days']} days from {_when(s['start_ns'])} to {_when(s['end_ns'])} UTC"
+           + (f", stopped {_when(s['stopped_ns'])}" if s.get("stopped_ns") else "")
+           + f"; now: {data['now'] or 'over'}", ""]
+
+    def row(label: str, fn) -> list:
+        return [label] + [fn(arms[n]) for n in names]
+
+    outcomes = sorted({o for n in names for o in arms[n]["outcomes"]})
+    rows = [row("days elapsed", lambda a: a["days"]), row("sessions", lambda a: a["sessions"]),
+            row("prompts", lambda a: a["prompts"])]
+    rows += [row(f"  {o}", lambda a, o=o: a["outcomes"].get(o, 0)) for o in outcomes]
+    for block, label in ABLATION_BLOCKS.items():
+        rows.append(row(f"{label} fired", lambda a, b=block: a["blocks"][b]["fired"]))
+        rows.append(row(f"{label} would have fired", lambda a, b=block: a["blocks"][b]["would_have_fired"]))
+    rows += [row("gate runs", lambda a: a["gate"]["runs"]), row("gate REDs", lambda a: a["gate"]["red"]),
+             row("hook failures", lambda a: a["detect"]["failures"]),
+             row("  detected by a RED", lambda a: a["detect"]["episodes"]),
+             row("  undetected", lambda a: a["detect"]["undetected"]),
+             row("time to detect (median h)",
+                 lambda a: a["detect"]["median_hours"]),
+             row("time to detect (max h)",
+                 lambda a: a["detect"]["max_hours"])]
+    out += _table(["", *names], rows)
+    out += ["", "Caveats"] + [f"  - {c}" for c in data["caveats"]]
+    if data["history"]:
+        out.append(f"  ({data['history']} earlier schedule(s) kept in the store, not compared here)")
+    return "\n".join(out) + "\n"

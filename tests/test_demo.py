@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 # The same SQLite library as the code under test: two libraries in one process release
@@ -15,28 +16,38 @@ def test_the_demo_drives_a_session_through_the_real_hooks_and_reports(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     verdicts = re.findall(r"MEMORY-HEALTH: (\d+)/(\d+) GREEN(.*)", out)
-    assert len(verdicts) == 3, out  # two session starts and the closing gate
+    assert len(verdicts) == 4, out  # two session starts, the later session's, the closing gate
     assert all(green == total and rest.strip() == "" for green, total, rest in verdicts), verdicts
     assert " RED " not in out
-    assert "memhealth_hook_invocations_total{hook=\"prompt\",outcome=\"ok\"} 6" in out
+    assert "memhealth_hook_invocations_total{hook=\"prompt\",outcome=\"ok\"} 7" in out
     assert "DO-NOT-REBUILD" in out and "memory/compactor-exists.md" in out
 
     db = sqlite3.connect(tmp_path / "ledgerline" / ".memhealth" / "memory.db")
     outcomes = [r[0] for r in db.execute("SELECT outcome FROM decisions ORDER BY id")]
     # silence by default: only prompts that share rare words with memory inject
-    assert outcomes == ["no_intent", "injected", "system_turn", "injected", "capped", "below_relevance"]
+    assert outcomes == ["no_intent", "injected", "system_turn", "injected", "capped", "below_relevance",
+                        "injected"]
     hooks = dict(db.execute("SELECT hook, count(*) FROM heartbeats WHERE outcome = 'ok' GROUP BY hook"))
-    assert hooks["session-start"] == 2 and hooks["session-end"] == 1 and hooks["pre-tool"] == 2
+    assert hooks["session-start"] == 3 and hooks["session-end"] == 1 and hooks["pre-tool"] == 2
     # cues: the gotcha on the first touch of its file, again on the first touch after the
     # compaction; the pinned decision at the start and again after the compaction
     fired = db.execute("SELECT a.event, a.trigger, m.name, a.epoch FROM cue_audit a JOIN memory_items m "
                        "ON m.id = a.item_id WHERE a.outcome = 'fired' ORDER BY a.id").fetchall()
     assert [(e, t, n) for e, t, n, _ in fired] == [
         ("session-start", "pinned", "single writer queue"), ("pre-tool", "path", "sequence numbers have gaps"),
-        ("session-start", "pinned", "single writer queue"), ("pre-tool", "path", "sequence numbers have gaps")]
+        ("session-start", "pinned", "single writer queue"), ("pre-tool", "path", "sequence numbers have gaps"),
+        ("session-start", "pinned", "single writer queue")]  # the later session's start
     assert fired[1][3] < fired[3][3]  # a new epoch after the compaction
     assert "first touch by Read of src/compactor.py" in out and "sequence numbers have gaps" in out
     assert db.execute("SELECT count(*) FROM heartbeats WHERE outcome != 'ok'").fetchone() == (0,)
+    # capture and triage: the dead end the assistant stated became a candidate at session end,
+    # was retitled and confirmed, and the later session's re-proposal got the DEAD-END block
+    assert db.execute("SELECT kind, state, title FROM capture_candidates").fetchall() == [
+        ("dead_end", "confirmed", "Redis projection cache")]
+    last = json.loads(db.execute("SELECT detail FROM decisions ORDER BY id DESC LIMIT 1").fetchone()[0])
+    assert [item["block"] for item in last["items"]] == ["dead_end"]
+    assert 'DEAD-END: "Redis projection cache" was tried and ruled out' in out
+    assert "so I reverted it." in out and "said at: " in out  # the statement, with where it was said
     # session end brought the session's own transcript into memory
     assert db.execute("SELECT count(*) FROM chunks WHERE source = 'transcript' AND path LIKE '%demo-%'").fetchone()[0] > 0
 
