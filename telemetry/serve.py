@@ -189,7 +189,48 @@ def _stderr_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-class Serve:
+class _Threads:
+    """What Serve and MultiServe share: the HTTP server on its address, the background
+    threads (http, probe, export), and a bounded stop. Needs host, port, cfg, probe,
+    export_enabled, stopping, _server, _threads, _probe_loop and _export_loop."""
+
+    def _listen(self, handler) -> None:
+        server_cls = BoundedServer
+        if ":" in self.host:
+            import socket
+
+            class V6Server(BoundedServer):
+                address_family = socket.AF_INET6
+
+            server_cls = V6Server
+        self._server = server_cls((self.host, self.port), handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._spawn("http", self._server.serve_forever, 0.1)
+        if self.probe is not None:
+            self._spawn("probe", self._probe_loop)
+        if self.export_enabled:
+            self._spawn("export", self._export_loop)
+
+    def _spawn(self, name, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"memhealth-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _stop_threads(self) -> None:
+        self.stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        budget = float(self.cfg["telemetry"]["export_timeout_s"]) * 2 + 2.0
+        deadline = time.monotonic() + budget
+        for thread in self._threads:
+            if thread.name == "memhealth-probe":
+                continue  # a hung probe is abandoned (daemon thread), never waited on
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+class Serve(_Threads):
     """One project's serve process: HTTP endpoints plus probe and exporter threads.
 
         app = Serve(project, cfg, port=0).start()   # app.port is the bound port
@@ -252,41 +293,12 @@ class Serve:
         PlatformCollector(registry=self._registry)
         connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
         self._store_id = self.store_identity()
-        server_cls = BoundedServer
-        if ":" in self.host:
-            import socket
-
-            class V6Server(BoundedServer):
-                address_family = socket.AF_INET6
-
-            server_cls = V6Server
-        self._server = server_cls((self.host, self.port), _handler(self))
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._spawn("http", self._server.serve_forever, 0.1)
-        if self.probe is not None:
-            self._spawn("probe", self._probe_loop)
-        if self.export_enabled:
-            self._spawn("export", self._export_loop)
+        self._listen(_handler(self))
         return self
-
-    def _spawn(self, name, target, *args) -> None:
-        thread = threading.Thread(target=target, args=args, name=f"memhealth-{name}", daemon=True)
-        thread.start()
-        self._threads.append(thread)
 
     def stop(self) -> None:
         """Stop serving; the exporter makes one final attempt, bounded by its timeout."""
-        self.stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        budget = float(self.cfg["telemetry"]["export_timeout_s"]) * 2 + 2.0
-        deadline = time.monotonic() + budget
-        for thread in self._threads:
-            if thread.name == "memhealth-probe":
-                continue  # a hung probe is abandoned (daemon thread), never waited on
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._stop_threads()
         self.collector.close()
 
     # -- background work ------------------------------------------------------------------
@@ -622,7 +634,7 @@ class ProjectsCollector:
             yield out
 
 
-class MultiServe:
+class MultiServe(_Threads):
     """`memhealth serve --all`: /metrics, /healthz and a project index on one port for every
     project in the per-user registry (memory_core/registry.py), with scheduled probes and
     the OTLP exporter run per project.
@@ -709,40 +721,12 @@ class MultiServe:
                 connect(target.project.db_path, create=False).close()  # migrate up front, not in a scrape
             except StoreError as exc:  # one unreadable store is that project's problem, not serve's
                 self.problems[target.name] = str(exc)[:300]
-        server_cls = BoundedServer
-        if ":" in self.host:
-            import socket
-
-            class V6Server(BoundedServer):
-                address_family = socket.AF_INET6
-
-            server_cls = V6Server
-        self._server = server_cls((self.host, self.port), _multi_handler(self))
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._spawn("http", self._server.serve_forever, 0.1)
-        if self.probe is not None:
-            self._spawn("probe", self._probe_loop)
-        if self.export_enabled:
-            self._spawn("export", self._export_loop)
+        self._listen(_multi_handler(self))
         return self
 
-    def _spawn(self, name, target, *args) -> None:
-        thread = threading.Thread(target=target, args=args, name=f"memhealth-{name}", daemon=True)
-        thread.start()
-        self._threads.append(thread)
-
     def stop(self) -> None:
-        self.stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        budget = float(self.cfg["telemetry"]["export_timeout_s"]) * 2 + 2.0
-        deadline = time.monotonic() + budget
-        for thread in self._threads:
-            if thread.name == "memhealth-probe":
-                continue  # a hung probe is abandoned (daemon thread), never waited on
-            thread.join(max(0.0, deadline - time.monotonic()))
+        """Stop serving; each exporter makes one final attempt, bounded by its timeout."""
+        self._stop_threads()
 
     # -- background work ------------------------------------------------------------------
 
