@@ -55,15 +55,13 @@ INVARIANTS = """---
 name: invariants
 description: rules that must hold in this project; re-read at every work boundary
 type: invariant
-pinned: false
 ---
 # Invariants
 
-One invariant per line, each with why it holds and how to check it. Re-read this file at
-every arc boundary: an invariant that is only injected gets skimmed.
-
-<!-- none recorded yet. Once this file holds a rule, set `pinned: true` above (or delete the
-line): pinned items reach Claude at every session start and again after every compaction. -->
+<!-- One invariant per line, each with why it holds and how to check it. Re-read this file at
+every arc boundary: an invariant that is only injected gets skimmed. Nothing here yet: once a
+line below holds a rule, this file is pinned and reaches Claude at every session start and
+again after every compaction. -->
 """
 
 CONSTITUTION = """# Constitution

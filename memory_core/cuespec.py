@@ -417,19 +417,30 @@ def read_spec(text: str) -> ItemSpec:
 
 # -- compile into the store -----------------------------------------------------------------
 
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)  # not content: templates' placeholders, notes
+
+
+def _body_lines(spec: ItemSpec) -> list[str]:
+    """The body's content lines: no headings, no HTML comments."""
+    return [line.strip() for line in _COMMENT.sub("", spec.body).splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
 def _item_text(spec: ItemSpec) -> str:
     from memory_core.text import clip
 
-    text = " ".join(line.strip() for line in spec.body.splitlines() if line.strip()
-                    and not line.lstrip().startswith("#"))
+    text = " ".join(_body_lines(spec))
     if spec.description and spec.description not in text:
         text = f"{spec.description}. {text}" if text else spec.description
     return clip(text, BODY_CHARS)
 
 
 def is_pinned(spec: ItemSpec) -> bool:
-    """Pinned when the file says so; invariants are pinned unless they say `pinned: false`."""
-    return spec.pinned if spec.pinned is not None else spec.kind == "invariant"
+    """Pinned when the file says so; invariants are pinned unless they say `pinned: false`,
+    or hold nothing yet (headings and comments only: init's template pins nothing)."""
+    if spec.pinned is not None:
+        return spec.pinned
+    return spec.kind == "invariant" and bool(_body_lines(spec))
 
 
 def compile_items(conn, root: str, now_ns: int | None = None, log=None) -> dict:

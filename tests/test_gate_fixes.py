@@ -502,7 +502,7 @@ def compaction_that_dropped_pinned_items(root):
     _ingest(root)
     _compaction(root, "s1")
     red = _red(root, "cue_delivery")
-    # 12, not the invariants template init writes: it is `pinned: false` until it holds a rule
+    # 12, not the invariants template init writes: headings and comments alone pin nothing
     assert "delivered" in red["detail"] and "of 12 pinned items" in red["detail"] and "over_budget" in red["detail"]
     assert commands_in(red["fix"]) == ["memhealth cues", "memhealth ingest memory", "memhealth forget ID",
                                        "memhealth gate --ack cue_delivery"]

@@ -125,7 +125,7 @@ def test_every_pinned_item_arrives_after_the_compaction(cued):
     assert len(startup) == 1, startup
     pinned = cue_lines(startup[0])
     names = [line.split("] ", 1)[1].split(" (", 1)[0] for line in pinned]
-    # exactly the pinned items (the invariants template init writes is `pinned: false` until it holds a rule)
+    # exactly the pinned items (init's invariants template holds no rule yet, so pins nothing)
     assert set(names) == set(PINNED_NAMES), startup[0]
 
     body = request_with(cued.model.agent_requests(), AFTER)
