@@ -842,6 +842,15 @@ def _provenance(row) -> str:
     return f"from memory ({row[1]}, {_where(row)}, recorded {day}; verify before building on it)"
 
 
+def _prose(content: str) -> str:
+    """A chunk's lines as one line of prose: a line with no closing punctuation (a memory
+    file's description, a heading-like first line) ends with a period instead of running
+    into the next sentence."""
+    lines = [" ".join(line.split()) for line in content.splitlines() if line.strip()]
+    return " ".join(line if line[-1] in ".!?:;,)" or i == len(lines) - 1 else line + "."
+                    for i, line in enumerate(lines))
+
+
 def _quoted(title: str) -> str:
     """A title in double quotes, safely: one line, and no '"' inside to end the quotes early
     (a memory file's name is text anyone could have written; issue 9)."""
@@ -882,7 +891,7 @@ def render(chosen, intent: str, max_chars: int) -> str:
              "check it against the code before relying on it."]
     budget = max(max_chars - len(parts[0]) - 200, 200) // max(len(chosen), 1)
     for arith, row, block, evidence in chosen:
-        body = clip(" ".join(row[7].split()), budget)
+        body = clip(_prose(row[7]), budget)
         matched = ", ".join(arith["matched_tokens"][:6])
         if block == "dead_end":
             parts.append(_dead_end(row, budget))

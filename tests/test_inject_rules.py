@@ -133,3 +133,10 @@ def test_an_identifier_the_entry_lists_is_recorded_as_what_named_it(tmp_path):
     r = inject.decide(conn, "build follow_redirects support with a cap", "build", cfg, None, Trace())
     assert r.outcome == "injected" and 'DO-NOT-REBUILD? "redirect handling"' in r.text
     assert r.detail["dnr"][0]["identifiers"] == ["follow_redirects"]
+
+
+def test_an_injected_body_reads_as_sentences_not_a_run_on():
+    from memory_core.inject import _prose
+
+    text = _prose("the compactor is built; extend it\nThe compactor runs every 10,000 events.\n\n- one writer")
+    assert text == "the compactor is built; extend it. The compactor runs every 10,000 events. - one writer"
