@@ -124,7 +124,7 @@ def test_memhealth_hook_output_in_the_transcript_never_becomes_a_candidate(captu
     assert any("DO-NOT-REBUILD" in t for t in texts.values()), texts
     # what the extractor would have proposed had it read those lines as the human's text
     bait = [s for t in texts.values() for _kind, s in extract_text(t, "human")]
-    assert any("do not write a second writer" in s for s in bait), bait
+    assert bait, texts  # memhealth's own output would be proposed: the test below means something
     machine = {n for n, r in enumerate(records, start=1) if r.get("type") not in ("user", "assistant")}
     assert "queue-operation" in {records[n - 1]["type"] for n in machine}
     for c in captured.listing:
