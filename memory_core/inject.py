@@ -47,7 +47,7 @@ import os
 import re
 import time
 
-from memory_core import fts
+from memory_core import docfreq, fts
 from memory_core.db import write
 from memory_core.intent import BUILD, DECISION, INVESTIGATION
 from memory_core.outbox import db_span
@@ -65,6 +65,9 @@ DEAD_END_KINDS = frozenset({"dead-end", "dead_end"})
 CONFIRMED_STATES = frozenset({"confirmed"})
 MAX_DEAD_END = 1                   # one DEAD-END per prompt: the record it re-proposes best
 DNR_SOURCES = ("memory", "ledger")
+# the entry leg's kinds, written as the partial index chunks_entries (schema migration 5)
+# says them: SQLite uses that index only for this exact term (tests/test_docfreq.py pins it)
+ENTRY_KINDS_SQL = "kind IN ('dead-end', 'dead_end', 'subsystem')"
 NEVER_OFFERED = ("index",)         # MEMORY.md and the like: a list of items, not an item
 LINEAGE_KINDS = frozenset({"decision", "dead-end", "dead_end", "correction", "record"})
 MAX_EVIDENCE = 2
@@ -169,10 +172,9 @@ def _entries(conn) -> list[tuple]:
     """Every item of the entry leg (`entry_block`): the inventory and the confirmed dead ends
     are tens of items, read through the (source, path) index, so they are scored whole
     instead of ranked."""
-    kinds = sorted(DNR_KINDS | DEAD_END_KINDS)
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM chunks WHERE source IN ({','.join('?' * len(DNR_SOURCES))}) "
-        f"AND kind IN ({','.join('?' * len(kinds))}) ORDER BY id", (*DNR_SOURCES, *kinds)).fetchall()
+        f"AND {ENTRY_KINDS_SQL} ORDER BY id", DNR_SOURCES).fetchall()
     return [r for r in rows if entry_block(r[5], _attrs(r))]
 
 
@@ -482,15 +484,17 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         # re-proposal of a dead end ingested as a transcript chunk would make the dead end's
         # words commoner exactly as it recurs. Fewer curated chunks say too little about
         # rarity: then the whole index does, as before (and a dead end can still be named).
+        # Counts are kept on write and common words' frequencies kept between prompts
+        # (memory_core.docfreq): nothing here grows with the store.
         curated = tuple(icfg["sources"])
-        n_all, n_docs = fts.chunk_count(conn), fts.chunk_count(conn, curated)
+        n_all, n_docs = docfreq.chunk_count(conn), docfreq.chunk_count(conn, curated)
         over = "curated" if n_docs >= MIN_IDF_CORPUS else "all"
         if over == "all":
             n_docs, by_source = n_all, None
         else:
             by_source = curated if n_docs < n_all else None  # all curated: the cheap count
         small = n_docs < MIN_IDF_CORPUS
-        df = {t: fts.doc_freq(conn, t, by_source) for t in dict.fromkeys(toks + topic)}
+        df = docfreq.doc_freqs(conn, list(dict.fromkeys(toks + topic)), by_source)
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
         present = [t for t in toks if df[t]]
         top_idf = round(max((idf[t] for t in present), default=0.0), 3)

@@ -13,6 +13,7 @@ import re
 import shlex
 import sys
 
+from memory_core import docfreq
 from memory_core.db import sqlite3, write
 from memory_core.meta import set_meta
 from memory_core.vectors import vector_count
@@ -104,7 +105,7 @@ def vector_coverage(ev) -> CheckResult:
         return red(f"chunks_vec holds {width}-d vectors but [embedding].dim = {emb['dim']}",
                    f"set [embedding].dim = {width} back in .memhealth/config.toml, or keep the new "
                    "model and re-embed every chunk at its width with `memhealth embed --rebuild`")
-    (chunks,) = ev.conn.execute("SELECT count(*) FROM chunks").fetchone()
+    chunks = docfreq.chunk_count(ev.conn)  # kept on write: no count(*) over the store
     if not chunks:
         return green("no chunks yet: nothing to embed")
     vectors = vector_count(ev.conn) or 0
@@ -178,32 +179,57 @@ def lineage_freshness(ev) -> CheckResult:
 # -- 6 ---------------------------------------------------------------------------------------
 
 FULL_CHECK_KEY = "gate.integrity.full_ns"
-FULL_CHECK_EVERY_S = 86400.0  # the O(size) scans run once a day; row parity runs every time
+FULL_CHECK_EVERY_S = 86400.0  # the O(size) scans run once a day; the bounded ones every time
+TAIL_PARITY = 10_000  # every run compares the index with the newest this many chunk ids
 
 
 def index_integrity(ev) -> CheckResult:
-    """RED when the full-text or vector index is out of step with `chunks` (row parity,
-    every run), or when SQLite's quick_check or the FTS5 integrity-check fails (O(size)
-    scans, run when the last full check is more than a day old)."""
+    """RED when the full-text or vector index is out of step with `chunks`, when the chunk
+    counts kept on write disagree with the rows, or when SQLite's quick_check or the FTS5
+    integrity-check fails. Every run is bounded: row parity over the newest TAIL_PARITY ids
+    and the kept counts. Once a day (the last full check more than a day old) the O(size)
+    scans run: parity over the whole index, the kept counts recounted, quick_check."""
     conn = ev.conn
     problems = []
-    (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    last_full = ev.meta(FULL_CHECK_KEY)
+    full_age_s = (ev.now_ns - int(last_full)) / 1e9 if last_full and last_full.isdigit() else None
+    due = full_age_s is None or not 0 <= full_age_s < FULL_CHECK_EVERY_S
+    chunks = docfreq.chunk_count(conn)
     fts_fix = f"sqlite3 {shlex.quote(ev.db_path)} \"INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')\""
     if ev.has_table("chunks_fts_docsize"):
-        (indexed,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
-        if indexed != chunks:
-            problems.append((f"full-text index holds {indexed} rows for {chunks} chunks", fts_fix))
+        if due:
+            (rows,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+            (indexed,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
+            where = f"{rows} chunks"
+        else:
+            (top,) = conn.execute("SELECT ifnull(max(id), 0) FROM chunks").fetchone()
+            floor = top - TAIL_PARITY
+            (rows,) = conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (floor,)).fetchone()
+            (indexed,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize WHERE id > ?",
+                                      (floor,)).fetchone()
+            where = f"the newest {rows} chunks"
+        if indexed != rows:
+            problems.append((f"full-text index holds {indexed} rows for {where}", fts_fix))
+    if due and ev.has_table("chunk_counts"):
+        actual = dict(conn.execute("SELECT source, count(*) FROM chunks GROUP BY source"))
+        kept = {s: n for s, n in conn.execute("SELECT source, n FROM chunk_counts WHERE n != 0")}
+        if actual != kept:
+            off = sorted(set(actual) | set(kept))
+            problems.append((
+                "chunk counts kept on write disagree with the rows ("
+                + ", ".join(f"{s}: {kept.get(s, 0)} kept, {actual.get(s, 0)} rows" for s in off
+                            if kept.get(s, 0) != actual.get(s, 0)) + ")",
+                f"sqlite3 {shlex.quote(ev.db_path)} \"{docfreq.RECOUNT_SQL}\""))
+        chunks = sum(actual.values())
     vectors = vector_count(ev.conn)
     if vectors is not None and vectors > chunks:
         problems.append((f"{vectors - chunks} more vectors than chunks (vectors of deleted chunks)",
                          "memhealth embed (removes the vectors of deleted chunks, then backfills)"))
-    last_full = ev.meta(FULL_CHECK_KEY)
-    full_age_s = (ev.now_ns - int(last_full)) / 1e9 if last_full and last_full.isdigit() else None
-    full = not problems and (full_age_s is None or not 0 <= full_age_s < FULL_CHECK_EVERY_S)
+    full = due and not problems
     if full:
-        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-        if rows != ["ok"]:
-            return red(f"PRAGMA quick_check: {'; '.join(str(r) for r in rows[:3])}",
+        verdict = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if verdict != ["ok"]:
+            return red(f"PRAGMA quick_check: {'; '.join(str(r) for r in verdict[:3])}",
                        f"restore {ev.db_path} from a backup, or move it aside and run `memhealth ingest` "
                        "(memory is rebuilt from its sources; history is lost)")
         if chunks <= FTS_FULL_CHECK_MAX_CHUNKS:
@@ -225,7 +251,7 @@ def index_integrity(ev) -> CheckResult:
                 pass
     if problems:
         return red("; ".join(p for p, _ in problems), problems[0][1])
-    scans = "quick_check and FTS integrity-check ok" if full else \
+    scans = "quick_check, counts and FTS integrity-check ok" if full else \
         f"full scans ok {ago(full_age_s or 0)} ago"
     return green(f"{scans}; parity ok ({chunks} chunks"
                  + (f", {vectors} vectors)" if vectors is not None else ")"))

@@ -20,6 +20,7 @@ import json
 import threading
 import time
 
+from memory_core import docfreq
 from memory_core.db import connect, load_vec, sqlite3
 from memory_core.errors import StoreError
 from memory_core.meta import get_meta
@@ -169,7 +170,7 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
     # gauges from small tables
     fam = families["memhealth_chunks"]
     total_chunks = 0
-    for source, count in conn.execute("SELECT source, count(*) FROM chunks GROUP BY source"):
+    for source, count in docfreq.counts_by_source(conn):  # kept on write: no scan of chunks
         fam.samples[(str(source)[:MAX_LABEL_CHARS],)] = float(count)
         total_chunks += count
     vectors = vector_count(conn)

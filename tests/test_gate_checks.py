@@ -136,6 +136,66 @@ def test_a_full_text_index_out_of_step_with_chunks_is_red(proj):
     assert r.status == "red" and "rebuild" in r.fix
 
 
+def test_each_run_checks_the_newest_ids_and_the_daily_run_the_whole_index(proj, monkeypatch):
+    """A drift among old chunks waits for the daily scan (bounded runs); among the newest it
+    is RED at once."""
+    root, conn = proj
+    monkeypatch.setattr(checks, "TAIL_PARITY", 5)
+    add_chunk(conn, 20)
+    assert checks.index_integrity(evidence(root, conn)).status == "green"  # the daily scan ran
+    old_id, title, content = conn.execute("SELECT id, title, content FROM chunks ORDER BY id LIMIT 1").fetchone()
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rowid, title, content) VALUES ('delete', ?, ?, ?)",
+                 (old_id, title, content))
+    hour_later = checks.index_integrity(evidence(root, conn, now=T0 + 3600))
+    assert hour_later.status == "green" and "parity ok" in hour_later.detail
+    daily = checks.index_integrity(evidence(root, conn, now=T0 + 2 * DAY))
+    assert daily.status == "red" and "holds 19 rows for 20 chunks" in daily.detail
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    new_id, title, content = conn.execute("SELECT id, title, content FROM chunks ORDER BY id DESC LIMIT 1").fetchone()
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rowid, title, content) VALUES ('delete', ?, ?, ?)",
+                 (new_id, title, content))
+    r = checks.index_integrity(evidence(root, conn, now=T0 + 2 * DAY + 60))
+    assert r.status == "red" and "for the newest 5 chunks" not in r.detail  # the daily scan is still due
+    assert "holds 19 rows for 20 chunks" in r.detail
+
+
+def test_kept_chunk_counts_that_drift_are_red_on_the_daily_scan(proj):
+    root, conn = proj
+    add_chunk(conn, 4)
+    conn.execute("UPDATE chunk_counts SET n = n + 2 WHERE source = 'docs'")
+    r = checks.index_integrity(evidence(root, conn))
+    assert r.status == "red" and "docs: 6 kept, 4 rows" in r.detail and "chunk_counts" in r.fix
+
+
+def test_the_gate_reads_the_same_at_four_times_the_chunks(tmp_path, monkeypatch):
+    """Outside the daily scan no check reads the whole store (issue 13): the work every run
+    does, counted in SQLite VM steps, is the same at 4x the chunks."""
+    from memory_core.db import write
+
+    monkeypatch.setattr(checks, "TAIL_PARITY", 1_000)  # both stores hold more than the tail
+    cost = {}
+    for n in (3_000, 12_000):
+        root = make_project(tmp_path / f"p{n}")
+        conn = open_store(root)
+        with write(conn):
+            add_chunk(conn, n)
+        gate.run_checks(evidence(root, conn))  # the daily scans, once
+        steps = [0]
+
+        def tick(steps=steps):
+            steps[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 100)
+        results = gate.run_checks(evidence(root, conn, now=T0 + 3600))
+        conn.set_progress_handler(None, 0)
+        assert all(r.status != "red" or r.name not in ("index_integrity", "embedding_coverage")
+                   for r in results)
+        cost[n] = steps[0]
+        conn.close()
+    assert cost[12_000] < 1.3 * cost[3_000], cost
+
+
 # -- memory files ----------------------------------------------------------------------------
 
 def test_a_missing_memory_index_is_a_note_not_red(proj):
@@ -275,7 +335,7 @@ def test_the_gate_counts_its_checks_and_records_rows_rollups_and_its_own_heartbe
 def test_the_full_integrity_scans_run_once_a_day_and_parity_every_time(proj):
     root, conn = proj
     add_chunk(conn, 2)
-    assert "quick_check and FTS integrity-check ok" in checks.index_integrity(evidence(root, conn)).detail
+    assert "quick_check, counts and FTS integrity-check ok" in checks.index_integrity(evidence(root, conn)).detail
     later = checks.index_integrity(evidence(root, conn, now=T0 + 3600))
     assert later.detail.startswith("full scans ok 60 min ago")
     assert "integrity-check ok" in checks.index_integrity(evidence(root, conn, now=T0 + 2 * DAY)).detail

@@ -303,6 +303,21 @@ def full_text_index_out_of_step(root):
 
 
 @scenario("index_integrity")
+def kept_chunk_counts_drifted(root):
+    _ingest(root)
+    conn = open_store(root)
+    with write(conn):  # a write that went around the triggers (a restored copy, a hand edit)
+        conn.execute("UPDATE chunk_counts SET n = n + 5, changes = 0")
+    conn.close()
+    red = _red(root, "index_integrity")
+    assert "kept on write disagree" in red["detail"]
+    commands = commands_in(red["fix"])
+    assert len(commands) == 1 and commands[0].startswith("sqlite3 ")
+    run_fix(root, commands[0])
+    assert check(root, "index_integrity")["status"] == "green"
+
+
+@scenario("index_integrity")
 def vectors_of_deleted_chunks(root):
     _ingest(root)
     with OllamaStandin("healthy", dim=8) as ollama:

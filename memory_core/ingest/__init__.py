@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import time
 
+from memory_core import docfreq
 from memory_core.db import write
+from memory_core.errors import StoreError
 from memory_core.ingest import store, watermark
 from memory_core.ingest.base import (
     ALIASES,
@@ -36,6 +38,8 @@ from memory_core.ingest.git import ingest_git
 from memory_core.ingest.ledgers import ingest_ledgers
 from memory_core.ingest.memory import ingest_memory
 from memory_core.ingest.transcripts import META_TRANSCRIPT_DIR, ingest_transcripts
+
+DOCFREQ_REFRESH_S = 2.0  # at most this of an ingest's budget re-counts stale word frequencies
 
 INGESTERS = {"docs": ingest_docs, "memory": ingest_memory, "ledger": ingest_ledgers,
              "transcript": ingest_transcripts, "git": ingest_git}
@@ -106,6 +110,15 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
         store.log(conn, stopped_at, None, "budget", "budget",
                   {"budget_s": budget, "stopped_in": stopped_at, "not_reached": not_reached},
                   report.sources[stopped_at].chunks_added)
+    elif report.chunks_added or report.chunks_removed:
+        # common words' kept frequencies these writes made stale are counted again here, off
+        # the prompt path (memory_core.docfreq); within what is left of the budget
+        left = budget - (run.clock() - run.started)
+        if left > 0:
+            try:
+                report.frequencies_recounted = docfreq.refresh(conn, min(left, DOCFREQ_REFRESH_S))
+            except StoreError:
+                pass  # locked or read-only: the next prompt counts them
     report.elapsed_s = run.clock() - run.started
     if root_span is not None:
         root_span.update({"memhealth.ingest.chunks_added": report.chunks_added,
