@@ -10,6 +10,8 @@ doc chunks (common.seed_chunks, bulk mode: one executemany, FTS built once). Per
 - the intent prompt hook (BM25 retrieval) and the SessionStart hook (it runs the gate), as
   ratios to the interpreter floor measured in the same run;
 - `memhealth gate --json`: wall time, and the slowest check from its own duration_ms;
+- the prompt hook, SessionStart and the gate again in instructions (valgrind's callgrind; a
+  ratio to the floor's), the growth figure a busy machine cannot move;
 - ingest of a fixed 300-file (900-chunk) slice into the store, and its no-op re-ingest;
 - the store's size on disk (bytes per chunk) and a `/metrics` scrape of it.
 
@@ -42,6 +44,7 @@ from common import floor, memhealth_cmd, pct, row, seed_chunks, summary, time_cm
 QUICK_SIZES = (10_000, 100_000)
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 SLICE_FILES = 300
+PROMPT = "should we rebuild the snapshot compactor for token1239 and token5679?"
 COMMON_WORDS = "should we rebuild the snapshot compactor replay for tenant quota alerts"
 
 
@@ -162,7 +165,7 @@ def _hooks(root: str, base: float, repeat: int) -> dict[str, float]:
     common = {"session_id": "bench", "cwd": root, "transcript_path": os.path.join(root, "t.jsonl")}
     cases = {
         "prompt": {**common, "hook_event_name": "UserPromptSubmit",
-                   "prompt": "should we rebuild the snapshot compactor for token1239 and token5679?"},
+                   "prompt": PROMPT},
         "session-start": {**common, "hook_event_name": "SessionStart", "source": "startup"},
     }
     out = {}
@@ -178,6 +181,27 @@ def _hooks(root: str, base: float, repeat: int) -> dict[str, float]:
     return out
 
 
+def _instructions(root: str) -> dict[str, float]:
+    """The prompt hook, SessionStart and the gate in instructions (callgrind), as ratios to
+    the floor's: wall time on a shared box moves more than the store's size does. Measured
+    after the timed runs, so the daily scans and the first prompt's counting are behind."""
+    if shutil.which("valgrind") is None:
+        return {}
+    from bench_instructions import instructions
+
+    floor_i = instructions([sys.executable, "-c", "import sqlite3, json"])
+    cmd = memhealth_cmd()
+    common = {"session_id": "bench", "cwd": root, "transcript_path": os.path.join(root, "t.jsonl")}
+    prompt = {**common, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
+    start = {**common, "hook_event_name": "SessionStart", "source": "startup"}
+    return {
+        "prompt_i": instructions(cmd + ["hook", "prompt"], json.dumps(prompt).encode(), cwd=root) / floor_i,
+        "session_start_i": instructions(cmd + ["hook", "session-start"], json.dumps(start).encode(),
+                                        cwd=root) / floor_i,
+        "gate_i": instructions(cmd + ["gate", "--json", "--project", root], cwd=root) / floor_i,
+    }
+
+
 def measure(n: int, tmp: str, base: float, quick: bool) -> dict:
     root, seed_s = _project(tmp, n)
     try:
@@ -189,6 +213,7 @@ def measure(n: int, tmp: str, base: float, quick: bool) -> dict:
         hooks = _hooks(root, base, repeat=7 if quick else 15)
         fig["prompt_x"], fig["session_start_x"] = hooks["prompt"], hooks["session-start"]
         fig["prompt_first_x"] = hooks["prompt-first"]
+        fig.update(_instructions(root))
         walls, per_check = _gate(root, repeat=3 if quick else 7)
         fig["gate_ms"] = statistics.median(walls) * 1000
         fig["checks_ms"] = {k: statistics.median(v) for k, v in per_check.items()}
@@ -208,6 +233,9 @@ FIGURES = [  # (key, name, unit, bounded: a figure on the hook or gate path that
     ("prompt_first_x", "hook prompt, the first (counts its common words once)", "x floor", False),
     ("session_start_x", "hook session-start incl. gate", "x floor", True),
     ("gate_ms", "memhealth gate --json", "ms", True),
+    ("prompt_i", "hook prompt, intent, in instructions", "x floor", True),
+    ("session_start_i", "hook session-start, in instructions", "x floor", True),
+    ("gate_i", "memhealth gate --json, in instructions", "x floor", True),
     ("ingest_chunks_per_s", f"ingest {SLICE_FILES} files into the store", "chunks/s", False),
     ("noop_s", f"no-op re-ingest of {SLICE_FILES} unchanged files", "s", False),
     ("bytes_per_chunk", "store on disk per chunk", "bytes", False),
@@ -230,7 +258,8 @@ def bench(quick: bool = False) -> list[dict]:
             figs.append(fig)
             label = _label(n)
             for key, name, unit, _ in FIGURES:
-                out.append(row(f"{name}, {label} chunks", fig[key], unit, scale=n))
+                if key in fig:  # the instruction figures need valgrind
+                    out.append(row(f"{name}, {label} chunks", fig[key], unit, scale=n))
             slowest = max(fig["checks_ms"].items(), key=lambda kv: kv[1])
             out.append(row(f"gate: slowest check, {label} chunks", slowest[1], "ms", scale=n,
                            note=slowest[0], checks=fig["checks_ms"]))
@@ -239,6 +268,8 @@ def bench(quick: bool = False) -> list[dict]:
         small, big = figs[0], figs[-1]
         span = f"{_label(big['n'])}/{_label(small['n'])}"
         for key, name, _unit, bounded in FIGURES:
+            if key not in big:
+                continue
             ratio = big[key] / small[key] if small[key] else float("nan")
             out.append(row(f"growth {span}: {name}", ratio, "x", "<= 2.0" if bounded else "",
                            note=("PASS" if ratio <= 2.0 else "FAIL: grows with the store")

@@ -100,16 +100,27 @@ def _capped(conn, query: str, sources) -> tuple[int, int]:
     return n, mine
 
 
+def matches_upto(conn, token: str, cap: int) -> int:
+    """How many chunks hold `token`, counting no further than `cap` postings."""
+    query = fts.match_query([token])
+    if not query:
+        return 0
+    (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? "
+                        "LIMIT ?)", (query, cap)).fetchone()
+    return n
+
+
 def fresh(df: int, then: int, now: int) -> bool:
     """A frequency `df` counted at change counter `then` still holds at `now` (within 1/DRIFT)."""
     return 0 <= now - then <= df // DRIFT
 
 
-def doc_freqs(conn, tokens, sources=None) -> dict[str, int]:
+def doc_freqs(conn, tokens, sources=None, overall: dict | None = None) -> dict[str, int]:
     """Each token's document frequency over `sources` (None: every source): exact for a word
     in fewer than COMMON chunks, kept within 1/DRIFT for a common one (module docstring).
     A common word counted here is kept for the next prompt when the store takes the write at
-    once; it never waits for the lock."""
+    once; it never waits for the lock. `overall`, when given, gets each token's frequency in
+    the whole index capped at COMMON (what a full-text query on it would read, up to COMMON)."""
     scope = scope_key(sources)
     now = _changes(conn, sources)
     kept: dict[str, tuple[int, int]] = {}
@@ -126,12 +137,18 @@ def doc_freqs(conn, tokens, sources=None) -> dict[str, int]:
         hit = kept.get(tok)
         if hit is not None and fresh(hit[0], hit[1], now):
             out[tok] = hit[0]
+            if overall is not None:
+                overall[tok] = COMMON  # kept only once counted common in the whole index
             continue
         query = fts.match_query([tok])
         if not query:
             out[tok] = 0
+            if overall is not None:
+                overall[tok] = 0
             continue
         n, mine = _capped(conn, query, sources)
+        if overall is not None:
+            overall[tok] = n
         if n < COMMON:
             out[tok] = mine
             continue

@@ -56,6 +56,10 @@ from memory_core.text import clip
 MIN_IDF_CORPUS = 50
 MIN_QUERY_IDF = 0.5  # a token in more than ~60% of chunks does not help rank candidates
 MAX_PROMPT_TOKENS = 32
+# Above this many chunks the retrieval query keeps its rarest words within QUERY_POSTINGS
+# postings (_bounded_query); at or below it a query costs at most the whole (small) store.
+BM25_UNBOUNDED_MAX = 50_000
+QUERY_POSTINGS = 32_768
 CANDIDATES = 10
 MAX_ITEMS = 2
 # What the entry leg scores: inventory entries (DO-NOT-REBUILD) and (issue 12) dead-end
@@ -494,7 +498,8 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         else:
             by_source = curated if n_docs < n_all else None  # all curated: the cheap count
         small = n_docs < MIN_IDF_CORPUS
-        df = docfreq.doc_freqs(conn, list(dict.fromkeys(toks + topic)), by_source)
+        overall: dict[str, int] = {}
+        df = docfreq.doc_freqs(conn, list(dict.fromkeys(toks + topic)), by_source, overall)
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
         present = [t for t in toks if df[t]]
         top_idf = round(max((idf[t] for t in present), default=0.0), 3)
@@ -547,6 +552,10 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         retrieval_ms = (time.perf_counter() - t0) * 1000
         if dnr or dead_ends or small or top_idf >= icfg["distinctive_idf"]:
             query = [t for t in present if small or idf[t] >= MIN_QUERY_IDF]
+            if n_all > BM25_UNBOUNDED_MAX:
+                query, left_out = _bounded_query(conn, query, overall)
+                if left_out:
+                    detail["query_left_out"] = left_out
             t1 = time.perf_counter()
             with trace.span("memory.search") as search_span:
                 search_span.update({"memhealth.search.k": CANDIDATES, "memhealth.search.legs": "bm25",
@@ -616,6 +625,29 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
 
 
 DNR_INTENTS = frozenset({"build", "decision"})
+
+
+def _bounded_query(conn, query: list[str], overall: dict[str, int]) -> tuple[list[str], list[str]]:
+    """The retrieval words whose postings fit QUERY_POSTINGS together, rarest first, and the
+    words left out. FTS5 scores every chunk a query word matches, so a word in 30 % of a
+    1M-chunk store costs ~300 ms to rank by, whatever else the query holds. A word left out
+    still counts in the relevance arithmetic on the candidates found; a prompt whose every
+    word is that common in a large store retrieves nothing (silence, recorded in the decision
+    as `query_left_out`)."""
+    sized = []
+    for t in query:
+        n = overall.get(t, 0)
+        if n >= docfreq.COMMON:  # only "at least COMMON" is known: count on, to the budget
+            n = docfreq.matches_upto(conn, t, QUERY_POSTINGS + 1)
+        sized.append((n, t))
+    sized.sort()
+    kept, spent = set(), 0
+    for n, t in sized:
+        if spent + n > QUERY_POSTINGS:
+            break
+        kept.add(t)
+        spent += n
+    return [t for t in query if t in kept], [t for t in query if t not in kept]
 
 
 def _lineage_allowed(row, intent: str) -> bool:

@@ -253,3 +253,41 @@ def test_an_ingest_recounts_the_frequencies_its_writes_made_stale(tmp_path, monk
     assert conn.execute("SELECT df FROM term_df WHERE term = 'snapshot'").fetchone() == (
         fts.doc_freq(conn, "snapshot"),)
     assert docfreq.doc_freqs(conn, ["snapshot"])["snapshot"] == df + 10
+
+
+def _mixed(tmp_path, name, n):
+    """n chunks: 30 % hold 'ferry', one memory chunk names 'zanzibar'; memory is curated."""
+    c = connect(tmp_path / f"{name}.db")
+    rng = random.Random(11)
+    with write(c):
+        c.executemany(
+            "INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, content_hash, "
+            "created_ns) VALUES (?, ?, 1, 5, 'heading', 'notes', ?, ?, 0)",
+            [("memory" if i % 2 else "transcript", f"f{i}.md",
+              " ".join(rng.choices(WORDS, k=20)) + (" ferry" if i % 10 < 3 else ""), f"h{i}")
+             for i in range(n)])
+        c.execute("INSERT INTO chunks(source, path, line_start, line_end, kind, title, content, "
+                  "content_hash, created_ns) VALUES ('memory', 'memory/zanzibar.md', 1, 4, 'decision', "
+                  "'zanzibar ferry ledger', 'We route the zanzibar ferry ledger through the replay "
+                  "cursor; the zanzibar offsets are kept per tenant.', 'z', 0)")
+    return c
+
+
+def test_a_large_store_retrieves_by_its_rarer_words_within_a_postings_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(inject, "BM25_UNBOUNDED_MAX", 1_000)
+    monkeypatch.setattr(inject, "QUERY_POSTINGS", 600)
+    cfg = load(None, environ={})
+    cfg["injection"]["sources"] = ["memory"]
+    prompt = "why does the zanzibar ferry ledger replay its cursor per tenant?"
+    cost, results = {}, {}
+    for n in (4_000, 16_000):
+        c = _mixed(tmp_path, f"m{n}", n)
+        inject.decide(c, prompt, "investigation", cfg, "warm", Trace())  # common words kept
+        out = []
+        cost[n] = _steps(c, lambda c=c, out=out: out.append(
+            inject.decide(c, prompt, "investigation", cfg, f"s{len(out)}", Trace())))
+        results[n] = out[0]
+    for r in results.values():
+        assert r.detail["query_left_out"] == ["ferry"]  # in 30 %: 1,200+ postings > 600
+        assert r.outcome == "injected" and "zanzibar" in r.text, r.detail  # found by its rare word
+    assert cost[16_000] < 1.3 * cost[4_000], cost
