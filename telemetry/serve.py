@@ -822,7 +822,7 @@ class ProjectsCollector:
 
         targets = sorted(self.app.targets().values(), key=lambda t: t.name)
         # stores are read SCRAPE_WORKERS at a time, each bounded by its collector's deadline:
-        # a locked store costs its own deadline, not one deadline per project after it
+        # a slow store costs its own deadline, not one deadline per project after it
         read = [(t.name, {f.metric.name: f for f in families})
                 for t, families in zip(targets, self.app.read_stores(targets), strict=True)]
         for metric in METRICS:
