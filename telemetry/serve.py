@@ -971,8 +971,11 @@ class MultiServe(_Threads):
         while not self.stopping.is_set():
             now = time.monotonic()
             for target in self.targets().values():
-                if target.next_probe <= now and self.probes.submit(target, lambda t=target: self._probe_one(t)):
-                    target.next_probe = float("inf")  # set again when this run ends
+                due = target.next_probe
+                if due <= now:
+                    target.next_probe = float("inf")  # before the run starts: it sets the next one when it ends
+                    if not self.probes.submit(target, lambda t=target: self._probe_one(t)):
+                        target.next_probe = due  # busy, or no worker free: next tick
             self.stopping.wait(self._tick(interval))
 
     def _probe_one(self, target: Target) -> None:
@@ -1001,8 +1004,11 @@ class MultiServe(_Threads):
         while not self.stopping.is_set():
             now = time.monotonic()
             for target in self.targets().values():
-                if target.next_export <= now and self.exports.submit(target, lambda t=target: self._export_one(t)):
+                due = target.next_export
+                if due <= now:
                     target.next_export = float("inf")
+                    if not self.exports.submit(target, lambda t=target: self._export_one(t)):
+                        target.next_export = due
             self.stopping.wait(self._tick(interval))
         # one final attempt per project not already mid-export, bounded as single serve's is
         deadline = time.monotonic() + float(self.cfg["telemetry"]["export_timeout_s"]) * 2 + 1.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from html.parser import HTMLParser
@@ -335,3 +336,36 @@ def test_a_project_whose_collector_hangs_delays_no_other_projects_export(three):
             assert len(ids) == 2, ids
         finally:
             app.stop()
+
+
+def test_lanes_run_one_per_project_on_bounded_threads_and_free_a_stalled_slot():
+    import threading
+
+    from telemetry.serve import Lanes
+
+    lanes = Lanes("lanetest", workers=2, stall_s=0.3, max_stalled=1)
+    release = threading.Event()
+    started: list[str] = []
+
+    def job(key: str):
+        return lambda: (started.append(key), release.wait(30))
+
+    def threads() -> int:
+        return sum(1 for t in threading.enumerate() if t.name == "memhealth-lanetest")
+
+    try:
+        assert lanes.submit("a", job("a")) and lanes.submit("b", job("b"))
+        assert not lanes.submit("a", job("a2"))  # one run per project at a time
+        assert not lanes.submit("c", job("c"))   # both workers taken
+        # a and b run past stall_s: one of them (max_stalled=1) stops holding a worker, c runs
+        wait_for("c to get the slot a stalled run freed", lambda: lanes.submit("c", job("c")), timeout=10)
+        assert lanes.state() == {"running": 3, "stalled": 1, "workers": 2}
+        # the stalled cap is reached: however long they hang, no fourth thread
+        assert not lanes.submit("d", job("d")) and threads() == 3
+    finally:
+        release.set()
+    lanes.wait(time.monotonic() + 10)
+    wait_for("every run to end", lambda: lanes.state() == {"running": 0, "stalled": 0, "workers": 2})
+    assert sorted(started) == ["a", "b", "c"]
+    assert lanes.submit("d", job("d"))  # the slots came back
+    lanes.wait(time.monotonic() + 10)
