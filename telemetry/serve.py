@@ -22,6 +22,11 @@ Endpoints:
 Background threads: scheduled probes (the gate, every `serve.probe_interval_s`; a cold
 model load or a hung probe never blocks a scrape) and the OTLP exporter (every
 `serve.export_interval_s`).
+
+`MultiServe` (`memhealth serve --all`) serves the same for every registered project on one
+port: /metrics with a `project` label, /healthz, /runbook, each project's console under
+/p/<name>/, and POST /alerts routed by the `project` label; each project's gate and export
+run in `Lanes` (bounded threads, one run per project at a time).
 """
 
 from __future__ import annotations
@@ -202,7 +207,7 @@ class AlertIntake:
 
         intake = AlertIntake(project, cfg, problems)
         code, reply = intake.receive(body)               # a whole webhook body
-        code, reply = intake.decide(alerts, now, receiver, payload)   # alerts already parsed
+        code, reply = intake.decide(alerts, now, receiver, payload, body)   # parsed, this project's share
     """
 
     def __init__(self, project, cfg, problems: list[str]):
