@@ -934,9 +934,12 @@ class MultiServe(_Threads):
 
     def read_stores(self, targets: list[Target]) -> list:
         """Each target's families (StoreCollector.read), SCRAPE_WORKERS stores at a time."""
-        if self._scrape_pool is None or len(targets) < 2:
-            return [t.collector.read() for t in targets]
-        return list(self._scrape_pool.map(lambda t: t.collector.read(), targets))
+        if self._scrape_pool is not None and len(targets) > 1:
+            try:
+                return list(self._scrape_pool.map(lambda t: t.collector.read(), targets))
+            except RuntimeError:  # the pool shut down under a scrape in flight at stop: read in turn
+                pass
+        return [t.collector.read() for t in targets]
 
     # -- lifecycle ------------------------------------------------------------------------
 
