@@ -923,14 +923,14 @@ class MultiServe(_Threads):
                     kept[entry.name] = Target(entry.name, project, cfg, self)
                 except Exception as exc:  # one broken project must not take the others down
                     problems[entry.name] = f"{type(exc).__name__}: {exc}"[:300]
-            for name, gone in self._targets.items():
-                if kept.get(name) is not gone:
-                    gone.retired = True
-                    gone.close()
-                    if not self.exports.busy(gone):  # else its export run closes it on the way out
-                        gone.close_exporter()
+            retired = [gone for name, gone in self._targets.items() if kept.get(name) is not gone]
             self._targets, self.problems = kept, problems
-            return dict(kept)
+        for gone in retired:  # outside the lock: a scrape never waits on an exporter's shutdown
+            gone.retired = True
+            gone.close()
+            if not self.exports.busy(gone):  # else its export run closes it on the way out
+                gone.close_exporter()
+        return dict(kept)
 
     def read_stores(self, targets: list[Target]) -> list:
         """Each target's families (StoreCollector.read), SCRAPE_WORKERS stores at a time."""
