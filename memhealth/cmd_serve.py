@@ -20,8 +20,12 @@ def register(sub):
                     "($XDG_STATE_HOME/memhealth/projects.json) on one port, each series labelled "
                     "project=<name> (the directory's name, made unique; never its path); projects "
                     "added or removed are noticed without a restart (the registry is re-checked "
-                    "at most every 2 s, by one stat). --all serves GET /metrics, GET /healthz and a "
-                    "project list at GET /; the console and POST /alerts are single-project serve's. "
+                    "at most every 2 s, by one stat). --all serves GET /metrics, GET /healthz, GET /runbook, "
+                    "a project list at GET / linking to each project's console under /p/<name>/, and "
+                    "POST /alerts routed by each alert's `project` label to that project's alert budget "
+                    "(an alert naming no served project is kept in alerts-unrouted.ndjson beside the "
+                    "registry); each project's gate and export run on their own thread (at most 4 "
+                    "at once each), so a hung project never holds up another's. "
                     "Server settings (listen, intervals) come from MEMHEALTH_SERVE_* or the "
                     "defaults; each project's gate and exporter use its own config.")
     add_project_option(p)

@@ -163,11 +163,18 @@ def _text_page(code: int, message: str) -> Page:
 
 
 class Console:
-    """The console of one serve process. `app` gives project, cfg, host and port."""
+    """The console of one project. `app` gives project, cfg, host and port (and, under
+    serve --all, `name`: the registered name shown instead of the directory's).
 
-    def __init__(self, app, secret: bytes | None = None):
+    `prefix` is where its pages live: "" for single-project serve, "/p/<quoted name>" for a
+    project under serve --all. Every link, form action and redirect carries it, and a form
+    token is bound to it, so one project's form cannot act on another's store."""
+
+    def __init__(self, app, secret: bytes | None = None, prefix: str = ""):
         self.app = app
         self.secret = secret or secrets.token_bytes(32)  # per process: a restart voids old forms
+        self.prefix = prefix.rstrip("/")
+        self.base = esc(self.prefix)  # the prefix as it goes into an attribute
 
     # -- request checks --------------------------------------------------------------------
 
@@ -185,8 +192,11 @@ class Console:
 
     def token(self, now: float | None = None) -> str:
         issued = str(int(time.time() if now is None else now))
-        mac = hmac.new(self.secret, f"console-post|{issued}".encode(), hashlib.sha256).hexdigest()
-        return f"{issued}.{mac}"
+        return f"{issued}.{self._mac(issued)}"
+
+    def _mac(self, issued: str) -> str:
+        scope = f"console-post|{self.prefix}|{issued}" if self.prefix else f"console-post|{issued}"
+        return hmac.new(self.secret, scope.encode(), hashlib.sha256).hexdigest()
 
     def token_ok(self, token: str | None, now: float | None = None) -> bool:
         if not token or "." not in token:
@@ -194,7 +204,7 @@ class Console:
         issued, _, mac = token.partition(".")
         if not issued.isdigit():
             return False
-        expected = hmac.new(self.secret, f"console-post|{issued}".encode(), hashlib.sha256).hexdigest()
+        expected = self._mac(issued)
         age = (time.time() if now is None else now) - int(issued)
         return hmac.compare_digest(mac, expected) and -60 <= age <= TOKEN_TTL_S
 
@@ -284,7 +294,7 @@ class Console:
 
     def _after(self, message: str, error: bool = False) -> tuple[int, dict, bytes]:
         """Post/redirect/get: a reload never repeats the action."""
-        target = "/triage?" + urlencode({"error" if error else "done": message})
+        target = self.prefix + "/triage?" + urlencode({"error" if error else "done": message})
         page = Page(303, f'<a href="{esc(target)}">back to triage</a>'.encode())
         page.headers["Location"] = target
         return page.as_tuple()
@@ -298,16 +308,17 @@ class Console:
 
     def _layout(self, path: str, title: str, body: str) -> bytes:
         links = "".join(
-            f'<li><a href="{href}"{CURRENT if href == path else ""}>{label}</a></li>'
+            f'<li><a href="{self.base}{href}"{CURRENT if href == path else ""}>{label}</a></li>'
             for href, label in NAV)
-        project = os.path.basename(os.path.normpath(self.app.project.root))
+        project = getattr(self.app, "name", None) or os.path.basename(os.path.normpath(self.app.project.root))
         page = ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
                 "<meta name=\"color-scheme\" content=\"light dark\">"
                 f"<title>{esc(title)} · memhealth · {esc(project)}</title><style>{STYLE}</style></head><body>"
                 f"<header><strong>memhealth</strong><span class=\"muted\" title=\"{esc(self.app.project.root)}\">"
                 f"{esc(project)}</span><nav aria-label=\"Console pages\"><ul>{links}</ul></nav>"
-                "<a href=\"/runbook\">Runbook</a></header>"
+                + ("<a href=\"/\">All projects</a>" if self.prefix else "")
+                + "<a href=\"/runbook\">Runbook</a></header>"
                 f"<main id=\"main\"><h1>{esc(title)}</h1>{body}</main></body></html>\n")
         return page.encode("utf-8")
 
@@ -433,15 +444,15 @@ class Console:
                           for o in ("", *INJECTION_OUTCOMES))
         out = ["<p>Every prompt writes one row here, injected or not: this is the denominator of the "
                "injection rate. Newest first.</p>",
-               "<form class=\"filters\" method=\"get\" action=\"/decisions\" role=\"search\">"
+               f"<form class=\"filters\" method=\"get\" action=\"{self.base}/decisions\" role=\"search\">"
                f"<label for=\"f-outcome\">Outcome<select id=\"f-outcome\" name=\"outcome\">{options}</select></label>"
                f"<label for=\"f-session\">Session<input id=\"f-session\" name=\"session\" value=\"{esc(session)}\" "
                "size=\"24\"></label><button type=\"submit\">Filter</button>"
-               "<a href=\"/decisions\">Clear</a></form>"]
+               f"<a href=\"{self.base}/decisions\">Clear</a></form>"]
         counts = outcome_totals(conn) if before is None and not session and not outcome else []
         if counts:
             out.append("<p>" + " · ".join(
-                f'<a href="/decisions?{esc(urlencode({"outcome": o}))}">{esc(o)}</a> {n}' for o, n in counts) + "</p>")
+                f'<a href="{self.base}/decisions?{esc(urlencode({"outcome": o}))}">{esc(o)}</a> {n}' for o, n in counts) + "</p>")
         if not rows:
             out.append("<p>No decision matches.</p>")
             return "Decisions", "".join(out)
@@ -458,7 +469,7 @@ class Console:
             else:
                 prompt = (f"<code>{esc(phash or '—')}</code> <span class=\"muted\">{plen if plen is not None else '?'} "
                           f"chars{'' if capture else ', text not captured'}</span>")
-            session_link = (f'<a href="/decisions?{esc(urlencode({"session": sid}))}">{esc(clip(sid, 14))}</a>'
+            session_link = (f'<a href="{self.base}/decisions?{esc(urlencode({"session": sid}))}">{esc(clip(sid, 14))}</a>'
                             if sid else "—")
             cls = "green" if oc == "injected" else ("red" if oc == "error" else "")
             out.append(f"<tr><td>{rid}</td><td>{when(ts)}</td><td>{session_link}</td><td>{prompt}</td>"
@@ -468,9 +479,9 @@ class Console:
         out.append("</tbody></table><nav class=\"pager\" aria-label=\"Pages of decisions\">")
         keep = {k: v for k, v in (("outcome", outcome), ("session", session)) if v}
         if before is not None:
-            out.append(f'<a href="/decisions?{esc(urlencode(keep))}">Newest</a>')
+            out.append(f'<a href="{self.base}/decisions?{esc(urlencode(keep))}">Newest</a>')
         if more:
-            out.append(f'<a href="/decisions?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
+            out.append(f'<a href="{self.base}/decisions?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
         out.append("</nav>")
         out.append(self._cue_audit(conn, params, session))
         return "Decisions", "".join(out)
@@ -502,7 +513,7 @@ class Console:
                           for c in ("", "fired", "skipped"))
         out = ["<h2 id=\"cues\">Cue evaluations</h2><p>Every evaluation of a cue (a tool call touching a "
                "file or symbol, a session start, a prompt) leaves a row: fired, or skipped and why.</p>"
-               "<form class=\"filters\" method=\"get\" action=\"/decisions#cues\">"
+               f"<form class=\"filters\" method=\"get\" action=\"{self.base}/decisions#cues\">"
                + (f'<input type="hidden" name="session" value="{esc(session)}">' if session else "")
                + f"<label for=\"f-cue\">Cue outcome<select id=\"f-cue\" name=\"cue\">{options}</select></label>"
                "<button type=\"submit\">Filter</button></form>"]
@@ -523,7 +534,7 @@ class Console:
         if more:
             keep = {k: v for k, v in (("session", session), ("cue", cue)) if v}
             out.append(f'<nav class="pager" aria-label="Pages of cue evaluations"><a rel="next" '
-                       f'href="/decisions?{esc(urlencode({**keep, "cue_before": rows[-1][0]}))}#cues">Older →</a></nav>')
+                       f'href="{self.base}/decisions?{esc(urlencode({**keep, "cue_before": rows[-1][0]}))}#cues">Older →</a></nav>')
         return "".join(out)
 
     def _prompt_texts(self, conn, trace_ids: list[str]) -> dict[str, str]:
@@ -562,10 +573,10 @@ class Console:
         sources = list(SOURCES)
         options = "".join(f'<option value="{esc(s)}"{" selected" if s == source else ""}>{esc(s or "all")}</option>'
                           for s in ("", *sources))
-        out = ["<form class=\"filters\" method=\"get\" action=\"/memory\" role=\"search\">"
+        out = [f"<form class=\"filters\" method=\"get\" action=\"{self.base}/memory\" role=\"search\">"
                f"<label for=\"m-q\">Search memory<input id=\"m-q\" name=\"q\" type=\"search\" size=\"40\" value=\"{esc(q)}\"></label>"
                f"<label for=\"m-source\">Source<select id=\"m-source\" name=\"source\">{options}</select></label>"
-               "<button type=\"submit\">Search</button><a href=\"/memory\">Clear</a></form>"]
+               f"<button type=\"submit\">Search</button><a href=\"{self.base}/memory\">Clear</a></form>"]
         if counts:
             out.append("<h2>What memory holds: " + esc(sum(n for *_x, n in counts))
                        + " chunks</h2><table id=\"counts\"><thead><tr><th scope=\"col\">Source</th><th scope=\"col\">Kind</th>"
@@ -573,7 +584,7 @@ class Console:
             out += [f"<tr><td>{esc(s)}</td><td>{esc(k or '—')}</td><td class=\"num\">{n}</td></tr>" for s, k, n in counts]
             out.append("</tbody></table>")
         else:
-            out.append('<p><a href="/memory?counts=1">Count the chunks by source and kind</a></p>')
+            out.append(f'<p><a href="{self.base}/memory?counts=1">Count the chunks by source and kind</a></p>')
         if q:
             from memory_core.search import search
 
@@ -606,9 +617,9 @@ class Console:
             keep = {"source": source} if source else {}
             out.append("<nav class=\"pager\" aria-label=\"Pages of chunks\">")
             if before is not None:
-                out.append(f'<a href="/memory?{esc(urlencode(keep))}">Newest</a>')
+                out.append(f'<a href="{self.base}/memory?{esc(urlencode(keep))}">Newest</a>')
             if more:
-                out.append(f'<a href="/memory?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
+                out.append(f'<a href="{self.base}/memory?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
             out.append("</nav>")
         out.append(self._memory_items(conn))
         records = conn.execute(
@@ -616,7 +627,7 @@ class Console:
             "FROM capture_candidates WHERE state = 'confirmed' ORDER BY decided_ns DESC LIMIT 100").fetchall()
         out.append("<h2>Confirmed records</h2>")
         if not records:
-            out.append("<p>No record confirmed yet: <a href=\"/triage\">triage</a> decides which captured "
+            out.append(f"<p>No record confirmed yet: <a href=\"{self.base}/triage\">triage</a> decides which captured "
                        "statements become memory.</p>")
         else:
             out.append("<table><thead><tr><th scope=\"col\">#</th><th scope=\"col\">Kind</th><th scope=\"col\">Title</th>"
@@ -716,14 +727,14 @@ class Console:
                 f"<p class=\"muted\">From {esc(triage.provenance(item))} · proposed {when(item['created_ns'])}</p>"
                 f"{_context_html(item)}"
                 + (f"<p>Also said:</p><ul>{also}</ul>" if also else "")
-                + f'<form class="inline" method="post" action="/triage/confirm">{hidden}'
+                + f'<form class="inline" method="post" action="{self.base}/triage/confirm">{hidden}'
                 f'<button type="submit" name="confirm" aria-label="Confirm #{cid}">Confirm</button></form>'
-                f'<form class="inline" method="post" action="/triage/reject">{hidden}'
+                f'<form class="inline" method="post" action="{self.base}/triage/reject">{hidden}'
                 f'<button type="submit" aria-label="Reject #{cid}">Reject</button></form>'
-                f'<form class="inline" method="post" action="/triage/retitle">{hidden}'
+                f'<form class="inline" method="post" action="{self.base}/triage/retitle">{hidden}'
                 f'<label for="t{cid}">New title</label><input id="t{cid}" name="title" required size="36" '
                 f'value="{esc(item["title"])}"><button type="submit">Retitle</button></form>'
-                + (f'<form class="inline" method="post" action="/triage/merge">{hidden}'
+                + (f'<form class="inline" method="post" action="{self.base}/triage/merge">{hidden}'
                    f'<label for="m{cid}">Same as</label><select id="m{cid}" name="into">{merge_opts}</select>'
                    f'<button type="submit">Merge</button></form>' if merge_opts else "")
                 + "</article>")
@@ -787,7 +798,7 @@ class Console:
         rows = rows[:PAGE_SIZE]
         options = "".join(f'<option value="{d}"{" selected" if d == decision else ""}>{d or "all"}</option>'
                           for d in ("", "paged", "folded", "deduped", "noted", "digest"))
-        out.append("<h2>Decisions</h2><form class=\"filters\" method=\"get\" action=\"/alerts-budget\">"
+        out.append(f"<h2>Decisions</h2><form class=\"filters\" method=\"get\" action=\"{self.base}/alerts-budget\">"
                    f"<label for=\"a-d\">Decision<select id=\"a-d\" name=\"decision\">{options}</select></label>"
                    "<button type=\"submit\">Filter</button></form>")
         if not rows:
@@ -805,7 +816,7 @@ class Console:
             if more:
                 keep = {"decision": decision} if decision else {}
                 out.append(f'<nav class="pager" aria-label="Pages of alert decisions"><a rel="next" '
-                           f'href="/alerts-budget?{esc(urlencode({**keep, "before": rows[-1][0]}))}">Older →</a></nav>')
+                           f'href="{self.base}/alerts-budget?{esc(urlencode({**keep, "before": rows[-1][0]}))}">Older →</a></nav>')
         return "Alerts", "".join(out)
 
 
