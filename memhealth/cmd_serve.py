@@ -71,7 +71,8 @@ def _multi(args):
     from memhealth.errors import MemhealthError
     from memhealth.project import Project
     from memory_core import registry
-    from telemetry.serve import MultiServe, parse_listen
+    from telemetry.serve import parse_listen
+    from telemetry.serve_all import MultiServe
 
     cfg = load(None)  # defaults and MEMHEALTH_* only: no one project's file decides the port
 

@@ -341,7 +341,7 @@ def test_a_project_whose_collector_hangs_delays_no_other_projects_export(three):
 def test_lanes_run_one_per_project_on_bounded_threads_and_free_a_stalled_slot():
     import threading
 
-    from telemetry.serve import Lanes
+    from telemetry.serve_all import Lanes
 
     lanes = Lanes("lanetest", workers=2, stall_s=0.3, max_stalled=1)
     release = threading.Event()
