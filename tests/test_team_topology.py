@@ -24,7 +24,14 @@ from memory_core import registry
 from telemetry.artifacts.alertmanager import BUDGET_URL, WATCHDOG_URL
 from tests.conftest import REPO, clean_env, require_binary, rows, run_cli, stop_process
 from tests.test_alertmanager import Alertmanager, Outside, alert, sink
-from tests.test_prometheus_e2e import RULES, free_port, get_json, wait_for
+from tests.test_prometheus_e2e import (
+    GRAFANA_VARS,
+    RULES,
+    _panel_queries,
+    free_port,
+    get_json,
+    wait_for,
+)
 from tests.test_serve import ServeProcess
 from tests.test_serve_all import ServeAll, _init, _prompts
 
@@ -252,6 +259,26 @@ def test_a_hook_duration_exemplar_with_its_trace_id_reaches_the_central_side(tea
         assert exemplar["labels"]["trace_id"] in traces[key], (key, exemplar)
         assert labels["team"] == {"alice": "team-a", "bob": "team-b"}[labels["machine"]]
     assert {(labels["machine"], labels["project"]) for labels, _ in got} == set(traces)
+
+
+def test_every_dashboard_panel_evaluates_centrally_with_one_machine_selected(team):
+    central, _ = team
+    wait_for("bob's series on the central side", lambda: central.query(
+        'memhealth_build_info{machine="bob"}'), timeout=30)
+    errors = []
+    for dashboard, title, ref, expr in _panel_queries():
+        assert 'machine=~".*"' in expr and 'team=~".*"' in expr, (dashboard, title)
+        answer = get_json(central.url + "/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr.replace('machine=~".*"', 'machine=~"bob"')}))
+        if answer.get("status") != "success":
+            errors.append(f"{dashboard} / {title} {ref}: {answer.get('error')}")
+    assert not errors, errors
+    # the dashboards' selector, as Grafana fills it for machine bob and project app: bob's 3
+    # prompts, not alice's app beside them
+    one = central.query('sum(memhealth_hook_invocations_total{team=~".*",machine=~"bob",'
+                        'instance=~".*",project=~"app",hook="prompt"})')
+    assert float(one[0]["value"][1]) == 3.0
+    assert GRAFANA_VARS["$machine"] == GRAFANA_VARS["$team"] == ".*"
 
 
 def test_a_red_gate_check_on_one_machine_raises_its_alert_centrally_with_the_team(team):

@@ -16,6 +16,9 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 # matches an absent label, so the same dashboards serve every topology
 INST = 'team=~"$team",machine=~"$machine",instance=~"$instance",project=~"$project"'
 REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# a legend naming one project's series: Grafana leaves an absent label empty, so a single
+# machine reads "127.0.0.1:9464 app" and a central Prometheus "alice 127.0.0.1:9464 app"
+WHO = "{{machine}} {{instance}} {{project}}"
 
 
 def target(expr: str, legend: str = "", ref: str | None = None, instant: bool = False) -> dict:
