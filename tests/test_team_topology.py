@@ -12,6 +12,7 @@ same-named project on two machines collides exactly as it would in a team.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -501,3 +502,39 @@ def test_generate_takes_the_teams_and_refuses_a_bad_name(tmp_path):
     for bad in (["--team", "Team A"], ["--team", "a", "--team", "a"]):
         proc = run_cli("generate", "--out", str(tmp_path), *bad)
         assert proc.returncode == 2 and "team" in proc.stderr, proc.stderr
+
+
+def test_parallel_deliveries_to_one_route_never_page_past_the_budget(tmp_path):
+    """Alertmanager flushes groups in parallel: twelve deliveries at once to one route page
+    exactly twice (the budget), however their threads interleave; three routes, three rounds."""
+    import threading
+
+    root = tmp_path / "central"
+    root.mkdir()
+    env = clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"))
+    assert run_cli("init", "--project", str(root), "--no-templates", env=env).returncode == 0
+    app = ServeProcess(root, "--no-probes", "--no-export",
+                       env=dict(env, MEMHEALTH_ALERTS_ROUTES=",".join(_budget_routes())))
+    try:
+        for route in ("team-a-page", "team-b-page", "page"):
+            barrier = threading.Barrier(12)
+            statuses: list[int] = []
+
+            def deliver(i: int, route=route, barrier=barrier, statuses=statuses) -> None:
+                body = {"receiver": route, "status": "firing", "alerts": [
+                    alert("MemhealthEmbeddingDown", "critical", project=f"p{i}")
+                    | {"status": "firing", "fingerprint": f"{route}-{i}"}]}
+                barrier.wait(10)
+                statuses.append(app.post("/alerts", json.dumps(body).encode())[0])
+
+            threads = [threading.Thread(target=deliver, args=(i,)) for i in range(12)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            assert statuses == [200] * 12
+            decisions = [r["decision"] for r in sink(root)
+                         if r.get("alertname") == "MemhealthEmbeddingDown" and r["route"] == route]
+            assert sorted(decisions) == ["folded"] * 10 + ["paged"] * 2, route
+    finally:
+        app.kill()
