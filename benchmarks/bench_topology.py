@@ -127,6 +127,12 @@ def _metric(url: str, name: str) -> float:
                if line.startswith((name + " ", name + "{")))
 
 
+def _count(url: str, name: str) -> int:
+    """How many series of `name` a process exposes on its own /metrics."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+        return sum(1 for line in resp.read().decode().splitlines() if line.startswith(name + "{"))
+
+
 def _query(url: str, expr: str) -> list[dict]:
     return _get(url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["data"]["result"]
 
@@ -245,6 +251,8 @@ def bench(quick: bool) -> list[dict]:
         ex_sent = _metric(agent_url, "prometheus_remote_storage_exemplars_total")
         failed = _metric(agent_url, "prometheus_remote_storage_samples_failed_total")
         meta_bytes = _metric(agent_url, "prometheus_remote_storage_metadata_bytes_total")
+        rule_s = _metric(central_url, "prometheus_rule_group_last_duration_seconds")
+        groups = _count(central_url, "prometheus_rule_group_last_duration_seconds")
         every = _query(central_url, '{job="memhealth"}')
         block_bps, block_samples = _block_bytes_per_sample(every, tmp, promtool, busy=False)
         busy_bps, _ = _block_bytes_per_sample(every, tmp, promtool, busy=True)
@@ -278,6 +286,8 @@ def bench(quick: bool) -> list[dict]:
                  "values held"),
         row("central block bytes per sample, busy", busy_bps, "B/sample",
             note="the same, every counter, bucket and timestamp moving at every scrape"),
+        row("central rule evaluation per round, 5 projects", rule_s * 1000, "ms",
+            note=f"sum of prometheus_rule_group_last_duration_seconds over {groups} groups"),
         row("exemplar series on the central side", len(exemplars), "series",
             note="hook-duration buckets whose trace ids crossed"),
     ]
