@@ -21,8 +21,9 @@ import urllib.parse
 import pytest
 import yaml
 
+from memhealth.config import defaults
 from memory_core import registry
-from telemetry.artifacts.alertmanager import BUDGET_URL, WATCHDOG_URL
+from telemetry.artifacts.alertmanager import BASE_ROUTES, BUDGET_URL, WATCHDOG_URL
 from tests.conftest import REPO, clean_env, require_binary, rows, run_cli, stop_process
 from tests.test_alertmanager import Alertmanager, Outside, alert, sink
 from tests.test_prometheus_e2e import (
@@ -352,6 +353,8 @@ def test_central_alertmanager_config_checks_and_the_budget_knows_every_route():
     assert webhooks["deadman"] == [WATCHDOG_URL]  # the dead man's switch stays outside
     assert "serve-down" not in webhooks  # a laptop's dead serve pages its team, budgeted
     routes = _budget_routes()
+    # the budget's own default routes, then each team's (memhealth.config keeps the defaults)
+    assert routes[:len(BASE_ROUTES)] == list(BASE_ROUTES) == defaults()["alerts"]["routes"]
     # every receiver that reaches the budget is a route it knows (not the shared "unknown")
     assert {n for n, urls in webhooks.items() if urls == [BUDGET_URL]} <= set(routes)
     # inhibitions stay scoped to one alert on one machine's project

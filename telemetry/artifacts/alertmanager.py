@@ -75,9 +75,9 @@ def alertmanager_config(url: str = SERVE_URL, watchdog_url: str = WATCHDOG_URL,
             {"source_matchers": ['severity="critical"'],
              "target_matchers": ['severity=~"warning|info"'],
              "equal": [*TOPOLOGY_LABELS, "instance", "project", "alertname", "check"]},
-            # (the topology labels keep two machines' `app` projects apart on a central Alertmanager;
-        # both sides lack them on a single machine, which counts as equal)
-        # a cold start explains slow hooks: no latency alert while it lasts (cold is not dead)
+            # (the topology labels keep two machines' `app` projects apart on a central
+            # Alertmanager; both sides lack them on a single machine, which counts as equal)
+            # a cold start explains slow hooks: no latency alert while it lasts (cold is not dead)
             {"source_matchers": ['alertname="MemhealthEmbeddingColdStart"'],
              "target_matchers": ['slo="hook-latency"'],
              "equal": [*TOPOLOGY_LABELS, "instance", "project"]},
