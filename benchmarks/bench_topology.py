@@ -13,8 +13,12 @@ Disk: a short run leaves the central TSDB in its head block (chunks not yet comp
 the series the central side holds are written as a 2-hour OpenMetrics file at 15 s steps
 (each series' real labels and values) and turned into a real TSDB block by
 `promtool tsdb create-blocks-from openmetrics`; block bytes over samples is the disk figure.
-Values are held for the two hours (an idle developer, most of a day); hook counters that
-move compress a little worse, so the figure is a floor for busy hours.
+Values are held for the two hours (an idle developer, most of a day), and, as a second
+figure, every counter moves at every scrape (busier than a person).
+
+Traces: each project's outbox is exported once (`memhealth export --once`, spans only, as the
+team setup configures it) to a loopback OTLP/HTTP endpoint that counts the bytes it receives:
+bytes per hook invocation, what a central Collector and Tempo take in per hook.
 
     python benchmarks/run.py topology [--quick]
 """
@@ -83,7 +87,7 @@ def _hook(event: str, claude: str, root: str, env, **fields) -> None:
 
 
 def _project(base: str, name: str, env) -> None:
-    """A project as a developer leaves it after one session: init, ingest, hooks, a gate."""
+    """A project as a developer leaves it after one session: init, ingest, hooks."""
     root = os.path.join(base, "src", name)
     os.makedirs(os.path.join(root, "docs"))
     with open(os.path.join(root, "README.md"), "w", encoding="utf-8") as fh:
@@ -102,7 +106,84 @@ def _project(base: str, name: str, env) -> None:
     _hook("post-tool", "PostToolUse", root, env, tool_response={"content": "ok"}, **tool)
     _hook("stop", "Stop", root, env, stop_hook_active=False, last_assistant_message="done")
     _hook("session-end", "SessionEnd", root, env, reason="exit")
-    _run(["gate", "--project", root], env)
+
+
+class _OtlpSink:
+    """A loopback OTLP/HTTP endpoint that acknowledges every export and counts its bytes as
+    they arrive on the wire (what a central Collector receives)."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests, self.bytes = 0, 0
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.endswith("/v1/traces"):
+                    sink.requests += 1
+                    sink.bytes += len(body)
+                # an empty ExportTraceServiceResponse is zero bytes of protobuf
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _export(base: str, env) -> tuple[int, int]:
+    """Export every project's outbox once, spans only, as the team setup configures it:
+    (requests, bytes on the wire)."""
+    sink = _OtlpSink()
+    try:
+        for name in PROJECTS:
+            _run(["export", "--once", "--project", os.path.join(base, "src", name)],
+                 dict(env, MEMHEALTH_TELEMETRY_OTLP_ENDPOINT=sink.url,
+                      MEMHEALTH_TELEMETRY_OTLP_METRICS="false"))
+    finally:
+        sink.stop()
+    return sink.requests, sink.bytes
+
+
+def _count_rows(base: str, sql: str) -> int:
+    from memory_core.db import sqlite3
+
+    total = 0
+    for name in PROJECTS:
+        db = sqlite3.connect(os.path.join(base, "src", name, ".memhealth", "memory.db"))
+        try:
+            total += db.execute(sql).fetchone()[0]
+        finally:
+            db.close()
+    return total
+
+
+def _traces(base: str, env) -> dict:
+    """Trace bytes of the hooks' session, then of one gate run per project (serve runs the
+    gate every serve.probe_interval_s, 60 s, in every project, hooks or not)."""
+    invocations = _count_rows(base, "SELECT count(*) FROM heartbeats WHERE hook != 'gate'")
+    hook_spans = _count_rows(base, "SELECT count(*) FROM spans")
+    hook_requests, hook_bytes = _export(base, env)
+    for name in PROJECTS:
+        _run(["gate", "--project", os.path.join(base, "src", name)], env)
+    gate_spans = _count_rows(base, "SELECT count(*) FROM spans") - hook_spans
+    gate_requests, gate_bytes = _export(base, env)
+    return {"invocations": invocations, "hook_spans": hook_spans, "hook_bytes": hook_bytes,
+            "hook_requests": hook_requests, "gate_spans": gate_spans, "gate_bytes": gate_bytes,
+            "gate_requests": gate_requests}
 
 
 class _Proc:
@@ -192,6 +273,7 @@ def bench(quick: bool) -> list[dict]:
     try:
         for name in PROJECTS:
             _project(tmp, name, env)
+        traces = _traces(tmp, env)
         serve = subprocess.Popen(memhealth_cmd() + ["serve", "--all", "--listen", "127.0.0.1:0",
                                                     "--no-export"],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
@@ -288,6 +370,13 @@ def bench(quick: bool) -> list[dict]:
             note="the same, every counter, bucket and timestamp moving at every scrape"),
         row("central rule evaluation per round, 5 projects", rule_s * 1000, "ms",
             note=f"sum of prometheus_rule_group_last_duration_seconds over {groups} groups"),
+        row("OTLP trace bytes per hook invocation", traces["hook_bytes"] / traces["invocations"], "B",
+            note=f"{traces['invocations']} hook runs, {traces['hook_spans']} spans "
+                 f"({traces['hook_spans'] / traces['invocations']:.1f} per run), "
+                 f"{traces['hook_bytes']} bytes of protobuf in {traces['hook_requests']} requests"),
+        row("OTLP trace bytes per gate run", traces["gate_bytes"] / len(PROJECTS), "B",
+            note=f"{traces['gate_spans'] / len(PROJECTS):.1f} spans per run; serve --all runs one "
+                 "per project every 60 s"),
         row("exemplar series on the central side", len(exemplars), "series",
             note="hook-duration buckets whose trace ids crossed"),
     ]
