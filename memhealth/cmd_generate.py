@@ -19,8 +19,9 @@ def register(sub):
     p = add_parser(
         sub, "generate", help="write the Grafana dashboards, alert rules and Alertmanager routing",
         description="Generate dashboards/*.json, alerts/memhealth.rules.yaml, "
-                    "alerts/tests/*.yaml (promtool unit tests), alerts/alertmanager.yml and "
-                    "compose/alertmanager.yml from telemetry/catalog.py and telemetry/slo.py. "
+                    "alerts/tests/*.yaml (promtool unit tests), alerts/alertmanager.yml, "
+                    "compose/alertmanager.yml and the team topology's compose/team/alertmanager.yml "
+                    "and compose/team/alert-budget.env from telemetry/catalog.py and telemetry/slo.py. "
                     "With --check nothing is written: exit 1 and list every stale, missing or "
                     "unexpected file (what CI runs). Pass the same URL options to --check as "
                     "to the run that wrote the files.")
@@ -38,6 +39,10 @@ def register(sub):
     p.add_argument("--serve-down-url", metavar="URL", default=None,
                    help="where MemhealthTargetDown goes, outside serve (e.g. a healthchecks "
                         "/fail URL; default: a placeholder to replace)")
+    p.add_argument("--team", metavar="NAME", action="append", default=None,
+                   help="a team of the team topology (repeat for each): the central Alertmanager "
+                        "routes alerts whose `team` label is NAME to NAME-page and NAME-ticket, "
+                        "each with its own page budget (default: team-a and team-b, examples)")
     p.set_defaults(func=run)
     return p
 
@@ -54,7 +59,8 @@ def run(args) -> int:
     try:
         options = generate.Options(args.runbook_url or generate.RUNBOOK_URL,
                                    args.watchdog_url or generate.WATCHDOG_URL,
-                                   args.serve_down_url or generate.SERVE_DOWN_URL)
+                                   args.serve_down_url or generate.SERVE_DOWN_URL,
+                                   tuple(args.team) if args.team else generate.TEAMS)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.check:

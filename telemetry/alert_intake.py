@@ -171,6 +171,10 @@ class AlertIntake:
         from probes import budget
 
         with self._lock:
+            # the clock is read under the lock: Alertmanager flushes groups in parallel, and a
+            # delivery whose `now` predates a page another thread just stored would not count
+            # that page against the budget (three pages of two, seen with the team routes)
+            now = max(now, time.time())
             if self._conn is not None and self._identity() != self._opened:
                 self._conn.close()  # deleted or replaced under serve: never decide on a ghost file
                 self._conn = None

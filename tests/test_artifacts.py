@@ -20,6 +20,7 @@ from probes.gate import CHECKS
 from telemetry import artifacts as generate
 from telemetry import runbook
 from telemetry.artifacts.alertmanager import SERVE_DOWN_URL, WATCHDOG_URL
+from telemetry.artifacts.promql import TOPOLOGY_LABELS
 from telemetry.catalog import CATALOG, HOOK_DURATION_BUCKETS, HOOK_LATENCY_BUDGETS_S, HOOKS
 from telemetry.slo import (
     BURN_TIERS,
@@ -165,7 +166,8 @@ def test_hand_written_artifacts_are_committed_and_not_generated():
     for rel in ("alerts/runbook.md", "dashboards/provisioning/dashboards.yaml",
                 "dashboards/provisioning/datasources.yaml", "compose/docker-compose.yml",
                 "compose/prometheus.yml", "compose/otel-collector.yaml", "compose/tempo.yaml",
-                "compose/Dockerfile"):
+                "compose/Dockerfile", "compose/team/docker-compose.yml",
+                "compose/team/prometheus-agent.yml", "compose/team/prometheus-central.yml"):
         assert rel not in generated, rel
         with open(os.path.join(REPO, rel), encoding="utf-8") as fh:
             assert "Do not edit" not in fh.read(), f"{rel} is hand-written: no generated header"
@@ -288,7 +290,12 @@ def test_recording_rules_follow_level_metric_operations_and_divide_sums():
             assert re.fullmatch(r"\S+\n/ \(\S+ > 0\)", expr), expr  # 0/0 on idle: no sample
         elif "sum by" in expr:
             grouping = re.findall(r"sum by \(([^)]*)\)", expr)
-            assert all("_".join(g.replace(" ", "").split(",")) == level for g in grouping), expr
+            # the level names the grouping labels, less the team topology's (team, machine),
+            # which every rule keeps and no name spells (kubernetes-mixin's `cluster` likewise)
+            for g in grouping:
+                labels = g.replace(" ", "").split(",")
+                assert labels[:len(TOPOLOGY_LABELS)] == list(TOPOLOGY_LABELS), expr
+                assert "_".join(labels[len(TOPOLOGY_LABELS):]) == level, expr
 
 
 def test_burn_tiers_follow_the_workbook():
@@ -375,7 +382,7 @@ def test_one_alert_per_gate_check_with_the_checks_severity():
     for name, rule in gate_rules.items():
         check = GATE_CHECKS[name]
         assert rule["labels"]["severity"] == check.severity
-        assert rule["expr"] == (f'max by (instance, project, check) '
+        assert rule["expr"] == (f'max by (team, machine, instance, project, check) '
                                 f'(memhealth_gate_check_state{{check="{name}",status="red"}}) == 1')
         assert rule["annotations"]["runbook_url"].endswith(f"#gate-check-{name}")
         assert "FIX: run `memhealth gate`" in rule["annotations"]["description"]
@@ -579,10 +586,10 @@ def test_alertmanager_configs_send_to_serve_and_inhibit_as_designed():
         'slo="hook-latency"']
     # scoped: a page mutes only the ticket of the same alert (and the same gate check)
     crit = inhibit[('severity="critical"',)]
-    assert crit["equal"] == ["instance", "project", "alertname", "check"]
+    assert crit["equal"] == ["team", "machine", "instance", "project", "alertname", "check"]
     dedicated = inhibit[('alertname!="MemhealthGateCheckRed"', 'check=~".+"')]
     assert dedicated["target_matchers"] == ['alertname="MemhealthGateCheckRed"']
-    assert dedicated["equal"] == ["instance", "project", "check"]
+    assert dedicated["equal"] == ["team", "machine", "instance", "project", "check"]
 
 
 # -- compose -------------------------------------------------------------------------------------

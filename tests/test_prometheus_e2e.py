@@ -21,7 +21,8 @@ from tests.test_serve import ServeProcess
 
 RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
 # Grafana variables as a panel would resolve them on a 1 s scrape interval
-GRAFANA_VARS = {"$__rate_interval": "30s", "$__range": "5m", "$__interval": "1s", "$instance": ".*", "$project": ".*"}
+GRAFANA_VARS = {"$__rate_interval": "30s", "$__range": "5m", "$__interval": "1s", "$team": ".*", "$machine": ".*",
+               "$instance": ".*", "$project": ".*"}
 # Panels that must show data after one short session (the rest may be legitimately empty:
 # no export ever ran, no retrieval histogram quantile over a zero rate, ...)
 KEY_PANELS = {

@@ -11,7 +11,8 @@ rules), `alerts` (alerting rules), `alertmanager` (routing), `promtool` (rule un
 `promql` and the windows and thresholds shared with the gate in `telemetry/slo.py`.
 
 Generated (and checked for freshness): dashboards/*.json, alerts/memhealth.rules.yaml,
-alerts/tests/*.test.yaml, alerts/alertmanager.yml, compose/alertmanager.yml. Hand-written and
+alerts/tests/*.test.yaml, alerts/alertmanager.yml, compose/alertmanager.yml, and the team
+topology's compose/team/alertmanager.yml and compose/team/alert-budget.env. Hand-written and
 committed as they are: alerts/runbook.md, dashboards/provisioning/, the rest of compose/.
 """
 
@@ -25,8 +26,12 @@ from telemetry.artifacts.alertmanager import (
     COMPOSE_SERVE_URL,
     SERVE_DOWN_URL,
     SERVE_URL,
+    TEAMS,
     WATCHDOG_URL,
     alertmanager_config,
+    budget_env,
+    check_teams,
+    team_alertmanager_config,
 )
 from telemetry.artifacts.alerts import alerts, rule_groups
 from telemetry.artifacts.dashboards import dashboards
@@ -45,19 +50,22 @@ RUNBOOK_URL = "http://127.0.0.1:9464/runbook"
 GENERATED_DIRS = ("dashboards", "alerts/tests")
 
 __all__ = ["Options", "alerts", "artifacts", "dashboards", "recorded_names", "stale", "write",
-           "RUNBOOK_URL", "SERVE_URL", "WATCHDOG_URL", "SERVE_DOWN_URL"]
+           "RUNBOOK_URL", "SERVE_URL", "WATCHDOG_URL", "SERVE_DOWN_URL", "TEAMS"]
 
 
 @dataclass(frozen=True)
 class Options:
     """What an operator may set at generate time: where runbook links and the two receivers
-    outside serve (the Watchdog's dead man's switch, the target-down alert) point."""
+    outside serve (the Watchdog's dead man's switch, the target-down alert) point, and the
+    teams of a team topology (its central Alertmanager routes each `team` label apart)."""
 
     runbook_url: str = RUNBOOK_URL
     watchdog_url: str = WATCHDOG_URL
     serve_down_url: str = SERVE_DOWN_URL
+    teams: tuple[str, ...] = TEAMS
 
     def __post_init__(self) -> None:
+        check_teams(self.teams)
         for name in ("runbook_url", "watchdog_url", "serve_down_url"):
             value = getattr(self, name)
             parts = urllib.parse.urlsplit(value)
@@ -80,6 +88,10 @@ def artifacts(options: Options | None = None) -> dict[str, str]:
     # the compose stack's copy differs only in where serve is (a test holds them to that)
     files["compose/alertmanager.yml"] = to_yaml(
         alertmanager_config(COMPOSE_SERVE_URL, opts.watchdog_url, opts.serve_down_url))
+    # the team topology's central side: per-team routes into the central alert budget
+    files["compose/team/alertmanager.yml"] = to_yaml(
+        team_alertmanager_config(opts.teams, watchdog_url=opts.watchdog_url))
+    files["compose/team/alert-budget.env"] = budget_env(opts.teams)
     return files
 
 

@@ -13,9 +13,14 @@ from telemetry.catalog import CATALOG, HOOKS, SLOS
 HOOK_SELECTOR = 'hook=~"' + "|".join(HOOKS) + '"'
 # Per-project aggregation level: one `memhealth serve` target per project.
 LEVEL = "instance"
-# What rules aggregate by: the target and, under `serve --all` (one target, many projects),
-# the `project` label; single-project serve has no such label and aggregates as before.
-BY = f"{LEVEL}, project"
+# The labels a team's Prometheus agents attach as external labels (compose/team/): on a central
+# Prometheus every developer's serve is instance="127.0.0.1:9464", and two developers may both
+# have a project `app`, so (instance, project) alone would sum two people's hooks into one
+# series. A single machine has neither label, and an absent label groups as one value.
+TOPOLOGY_LABELS = ("team", "machine")
+# What rules aggregate by: the topology labels, the target and, under `serve --all` (one
+# target, many projects), the `project` label; single-project serve has no such label.
+BY = ", ".join((*TOPOLOGY_LABELS, LEVEL, "project"))
 
 
 def m(name: str) -> str:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from telemetry.artifacts.promql import BY, HOOK_SELECTOR, le, m
+from telemetry.artifacts.promql import BY, HOOK_SELECTOR, TOPOLOGY_LABELS, le, m
 from telemetry.catalog import HOOK_LATENCY_BUDGETS_S, HOOKS
 from telemetry.slo import WINDOWS
 
-# the level part of a record name is its grouping labels joined by "_" (level:metric:operations)
-NAME_LEVEL = BY.replace(", ", "_")
+# the level part of a record name is its grouping labels joined by "_" (level:metric:operations),
+# less the topology labels: kubernetes-mixin leaves its `cluster` label out of record names the
+# same way, so the names stay those of a single machine (dashboards and runbooks keep working)
+NAME_LEVEL = "_".join(label for label in BY.split(", ") if label not in TOPOLOGY_LABELS)
 INVOCATIONS_1H = f"{NAME_LEVEL}_hook:memhealth_hook_invocations:increase1h"
 SUCCESSES_1H = f"{NAME_LEVEL}_hook:memhealth_hook_successes:increase1h"
 

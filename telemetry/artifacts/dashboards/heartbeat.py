@@ -6,6 +6,7 @@ from telemetry.artifacts.dashboards.layout import (
     INST,
     KILLED,
     OK,
+    WHO,
     Layout,
     dashboard,
     inv_sel,
@@ -53,9 +54,9 @@ def build() -> dict:
         "timeout), per hook.", unit="short", options={"legend": {"displayMode": "table"}})
     budget = 1 - slo("hook-success").objective
     L.add("Hook success SLO: failure ratio vs objective", "timeseries", [
-        target(f"{SUCCESS.name('ratio', '1h')}{{{INST}}}", "1h {{instance}}"),
-        target(f"{SUCCESS.name('ratio', '6h')}{{{INST}}}", "6h {{instance}}"),
-        target(f"{SUCCESS.name('ratio', '3d')}{{{INST}}}", "3d {{instance}}")],
+        target(f"{SUCCESS.name('ratio', '1h')}{{{INST}}}", f"1h {WHO}"),
+        target(f"{SUCCESS.name('ratio', '6h')}{{{INST}}}", f"6h {WHO}"),
+        target(f"{SUCCESS.name('ratio', '3d')}{{{INST}}}", f"3d {WHO}")],
         f"Share of failed or killed hook runs (recording rules); the budget is "
         f"{budget:.1%}. Page tiers fire at 14.4x and 6x that, ticket tiers at 3x and 1x.",
         unit="percentunit",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from telemetry.artifacts.dashboards.layout import INST, Layout, dashboard, target, thresholds
+from telemetry.artifacts.dashboards.layout import INST, WHO, Layout, dashboard, target, thresholds
 from telemetry.artifacts.promql import m, slo
 from telemetry.artifacts.recording import LATENCY
 from telemetry.catalog import HOOK_LATENCY_BUDGETS_S, HOOKS
@@ -23,9 +23,9 @@ def build() -> dict:
                       "thresholds": thresholds(("green", None), ("red", budget))})
     error_budget = 1 - slo("hook-latency").objective
     L.add("Hook latency SLO: share of runs over budget", "timeseries", [
-        target(f"{LATENCY.name('ratio', '1h')}{{{INST}}}", "1h {{instance}}"),
-        target(f"{LATENCY.name('ratio', '6h')}{{{INST}}}", "6h {{instance}}"),
-        target(f"{LATENCY.name('ratio', '3d')}{{{INST}}}", "3d {{instance}}")],
+        target(f"{LATENCY.name('ratio', '1h')}{{{INST}}}", f"1h {WHO}"),
+        target(f"{LATENCY.name('ratio', '6h')}{{{INST}}}", f"6h {WHO}"),
+        target(f"{LATENCY.name('ratio', '3d')}{{{INST}}}", f"3d {WHO}")],
         f"Completed hook runs over their budget (recording rules); the budget is "
         f"{error_budget:.0%}. A cold embedding start inhibits these alerts.", w=8,
         unit="percentunit",

@@ -11,10 +11,14 @@ from __future__ import annotations
 from telemetry.artifacts.promql import HOOK_SELECTOR, m
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
-# every panel selects by both variables; single-project serve has no `project` label, and
-# the all value `.*` matches an absent label, so the same dashboards serve both topologies
-INST = 'instance=~"$instance",project=~"$project"'
+# every panel selects by every variable; single-project serve has no `project` label, a single
+# machine no `team` or `machine` (the team topology's agents add them), and the all value `.*`
+# matches an absent label, so the same dashboards serve every topology
+INST = 'team=~"$team",machine=~"$machine",instance=~"$instance",project=~"$project"'
 REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# a legend naming one project's series: Grafana leaves an absent label empty, so a single
+# machine reads "127.0.0.1:9464 app" and a central Prometheus "alice 127.0.0.1:9464 app"
+WHO = "{{machine}} {{instance}} {{project}}"
 
 
 def target(expr: str, legend: str = "", ref: str | None = None, instant: bool = False) -> dict:
@@ -72,24 +76,29 @@ def dashboard(uid: str, title: str, description: str, layout: Layout) -> dict:
             {"name": "datasource", "label": "Data source", "type": "datasource",
              "query": "prometheus", "current": {}, "hide": 0, "refresh": 1, "regex": "",
              "includeAll": False, "multi": False},
-            {"name": "instance", "label": "Project (serve instance)", "type": "query",
-             "datasource": DS,
-             "definition": f"label_values({m('memhealth_hook_invocations_total')}, instance)",
-             "query": {"query": "label_values(memhealth_hook_invocations_total, instance)",
-                       "refId": "PrometheusVariableQueryEditor-VariableQuery"},
-             "current": {}, "hide": 0, "includeAll": True, "allValue": ".*", "multi": True,
-             "refresh": 2, "regex": "", "sort": 1},
+            # the team topology (a central Prometheus fed by developers' agents): which team,
+            # whose machine; empty on a single machine, where All (`.*`) matches the absence
+            _variable("team", "Team", "memhealth_build_info", "", "team"),
+            _variable("machine", "Machine", "memhealth_build_info", 'team=~"$team"', "machine"),
+            _variable("instance", "Project (serve instance)", "memhealth_hook_invocations_total",
+                      'team=~"$team",machine=~"$machine"', "instance"),
             # serve --all: one target, many projects, told apart by the `project` label
-            {"name": "project", "label": "Project (serve --all)", "type": "query",
-             "datasource": DS,
-             "definition": f"label_values({m('memhealth_build_info')}{{instance=~\"$instance\"}}, project)",
-             "query": {"query": 'label_values(memhealth_build_info{instance=~"$instance"}, project)',
-                       "refId": "PrometheusVariableQueryEditor-VariableQuery"},
-             "current": {}, "hide": 0, "includeAll": True, "allValue": ".*", "multi": True,
-             "refresh": 2, "regex": "", "sort": 1},
+            _variable("project", "Project (serve --all)", "memhealth_build_info",
+                      'team=~"$team",machine=~"$machine",instance=~"$instance"', "project"),
         ]},
         "panels": layout.panels,
     }
+
+
+def _variable(name: str, label: str, metric: str, selector: str, of: str) -> dict:
+    """A multi-value query variable over one label, All = `.*` (which matches an absent one)."""
+    series = m(metric) + (f"{{{selector}}}" if selector else "")
+    return {"name": name, "label": label, "type": "query", "datasource": DS,
+            "definition": f"label_values({series}, {of})",
+            "query": {"query": f"label_values({series}, {of})",
+                      "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+            "current": {}, "hide": 0, "includeAll": True, "allValue": ".*", "multi": True,
+            "refresh": 2, "regex": "", "sort": 1}
 
 
 def thresholds(*steps) -> dict:

@@ -1,0 +1,543 @@
+"""The team topology on real engines, on loopback: two developer machines, each a real
+`memhealth serve --all` scraped by a real Prometheus in agent mode running the shipped
+compose/team/prometheus-agent.yml, remote-writing to a real central Prometheus that loads the
+shipped rules; the central Alertmanager's generated routing tree, and a real Alertmanager in
+front of a real alert budget serve with each team's page budget.
+
+A "machine" here is its own XDG state dir (its own project registry) and its own agent with
+its own `team` and `machine` external labels. Both agents rewrite `instance` to
+127.0.0.1:9464, which is what two real machines report (both serves listen there), so the
+same-named project on two machines collides exactly as it would in a team.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+import yaml
+
+from memhealth.config import defaults
+from memory_core import registry
+from telemetry.artifacts.alertmanager import BASE_ROUTES, BUDGET_URL, WATCHDOG_URL
+from tests.conftest import REPO, clean_env, require_binary, rows, run_cli, stop_process
+from tests.test_alertmanager import Alertmanager, Outside, alert, sink
+from tests.test_prometheus_e2e import (
+    GRAFANA_VARS,
+    RULES,
+    _panel_queries,
+    free_port,
+    get_json,
+    wait_for,
+)
+from tests.test_serve import ServeProcess
+from tests.test_serve_all import ServeAll, _init, _prompts
+
+AGENT_CONFIG = os.path.join(REPO, "compose", "team", "prometheus-agent.yml")
+CENTRAL_CONFIG = os.path.join(REPO, "compose", "team", "prometheus-central.yml")
+TEAM_AM = os.path.join(REPO, "compose", "team", "alertmanager.yml")
+BUDGET_ENV = os.path.join(REPO, "compose", "team", "alert-budget.env")
+# what every developer's serve --all reports as its instance on a real machine
+SHARED_INSTANCE = "127.0.0.1:9464"
+
+
+class Prom:
+    """A Prometheus process on 127.0.0.1:<free port> with its own data dir and log."""
+
+    def __init__(self, workdir, config: dict, *flags: str, env: dict | None = None):
+        binary = require_binary("prometheus")
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        self.log = open(workdir / "prometheus.log", "wb")
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={workdir / 'prometheus.yml'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", *flags],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env or clean_env())
+        wait_for(f"prometheus in {workdir.name} /-/ready", self._ready, timeout=20)
+
+    def _ready(self) -> bool:
+        if self.proc.poll() is not None:
+            pytest.fail(f"prometheus exited {self.proc.returncode}: {self.logs()}")
+        with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as resp:
+            return resp.status == 200
+
+    def logs(self) -> str:
+        self.log.flush()
+        with open(self.log.name, encoding="utf-8", errors="replace") as fh:
+            return fh.read()[-3000:]
+
+    def query(self, expr: str) -> list[dict]:
+        answer = get_json(self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        assert answer["status"] == "success", answer
+        return answer["data"]["result"]
+
+    def metric(self, name: str) -> float:
+        """A sample of the process's own metrics (the agent's remote-write counters)."""
+        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(name + " ") or line.startswith(name + "{"))
+
+    def alerts(self, alertname: str) -> list[dict]:
+        return [a for a in get_json(self.url + "/api/v1/alerts")["data"]["alerts"]
+                if a["labels"]["alertname"] == alertname]
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+        self.log.close()
+
+
+def central_config() -> dict:
+    """compose/team/prometheus-central.yml with the repo's rules, a 1 s evaluation and no
+    scrape of the alert budget (not running here): it receives everything by remote_write."""
+    with open(CENTRAL_CONFIG, encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    config["global"]["evaluation_interval"] = "1s"
+    config["rule_files"] = [RULES]
+    del config["alerting"], config["scrape_configs"]
+    return config
+
+
+def agent_config(target: str, central_url: str) -> dict:
+    """compose/team/prometheus-agent.yml as shipped, pointed at this machine's serve and at
+    the central Prometheus, scraping every second; every other key stays as shipped."""
+    with open(AGENT_CONFIG, encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    assert config["global"]["external_labels"] == {"team": "${MEMHEALTH_TEAM}",
+                                                   "machine": "${MEMHEALTH_MACHINE}"}
+    config["global"].update(scrape_interval="1s", scrape_timeout="900ms")
+    (job,) = config["scrape_configs"]
+    job["static_configs"] = [{"targets": [target]}]
+    job["relabel_configs"] = [{"target_label": "instance", "replacement": SHARED_INSTANCE}]
+    (write,) = config["remote_write"]
+    assert write["send_exemplars"] is True
+    write["url"] = central_url + "/api/v1/write"
+    # ship within a second instead of the default 5 s batch deadline: the test waits less
+    write["queue_config"] = {"batch_send_deadline": "1s"}
+    return config
+
+
+class Machine:
+    """One developer machine: registered projects, serve --all and a Prometheus agent."""
+
+    def __init__(self, tmp_path, name: str, team: str, projects: dict[str, int]):
+        self.name, self.team = name, team
+        self.env = clean_env(XDG_STATE_HOME=str(tmp_path / name / "xdg"))
+        self.roots = {}
+        for project, prompts in projects.items():
+            root = tmp_path / name / "src" / project
+            _init(root, self.env)
+            _prompts(root, self.env, prompts)
+            self.roots[project] = root
+        path = tmp_path / name / "xdg" / "memhealth" / "projects.json"
+        assert sorted(e.name for e in registry.read(str(path))) == sorted(projects)
+        self.serve = ServeAll(self.env, "--no-export")
+        self.agent = None
+        self.tmp = tmp_path / name
+
+    def start_agent(self, central_url: str) -> None:
+        target = self.serve.url.split("://", 1)[1].rstrip("/")
+        self.agent = Prom(self.tmp / "agent", agent_config(target, central_url),
+                          "--enable-feature=agent,expand-external-labels,exemplar-storage",
+                          f"--storage.agent.path={self.tmp / 'agent' / 'wal'}",
+                          env=clean_env(MEMHEALTH_TEAM=self.team, MEMHEALTH_MACHINE=self.name))
+
+    def stop(self) -> None:
+        if self.agent is not None:
+            self.agent.stop()
+        self.serve.stop()
+
+
+def _by(result: list[dict], *labels: str) -> dict[tuple, float]:
+    return {tuple(r["metric"].get(k) for k in labels): float(r["value"][1]) for r in result}
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory):
+    """Machine alice (team-a: `app` with 1 prompt, `lib` with 2) and machine bob (team-b: `app`
+    with 3 prompts, its capture queue over the limit so its gate says RED), agents forwarding
+    to one central Prometheus."""
+    tmp_path = tmp_path_factory.mktemp("team")
+    central = None
+    machines: list[Machine] = []
+    try:
+        machines.append(Machine(tmp_path, "alice", "team-a", {"app": 1, "lib": 2}))
+        machines.append(Machine(tmp_path, "bob", "team-b", {"app": 3}))
+        # bob's `app`: more capture items than [gate].capture_queue_max (40): capture_queue RED
+        bob_db = machines[1].roots["app"] / ".memhealth" / "memory.db"
+        from memory_core.db import sqlite3
+        db = sqlite3.connect(bob_db)
+        with db:
+            db.execute("INSERT INTO meta(key, value) VALUES ('capture.pending', '41')")
+        db.close()
+        central = Prom(tmp_path / "central", central_config(),
+                       f"--storage.tsdb.path={tmp_path / 'central' / 'tsdb'}",
+                       "--web.enable-remote-write-receiver", "--enable-feature=exemplar-storage")
+        for machine in machines:
+            machine.start_agent(central.url)
+        yield central, {m.name: m for m in machines}
+    finally:
+        for machine in machines:
+            machine.stop()
+        if central is not None:
+            central.stop()
+
+
+def test_central_prometheus_holds_each_machines_projects_with_the_external_labels(team):
+    central, machines = team
+    got = wait_for("every machine's projects on the central side", lambda: (lambda r: r if len(r) == 3
+                   else None)(_by(central.query('memhealth_hook_invocations_total{hook="prompt",'
+                                                'outcome="ok"}'), "team", "machine", "project")),
+                   timeout=45)
+    # each store's own count under its own machine: alice's app 1, alice's lib 2, bob's app 3
+    assert got == {("team-a", "alice", "app"): 1.0, ("team-a", "alice", "lib"): 2.0,
+                   ("team-b", "bob", "app"): 3.0}
+    # the labels: the agent's external team and machine, the (rewritten) instance, the job
+    info = wait_for("every project's build_info", lambda: (lambda r: r if len(r) == 3 else None)(
+        central.query("memhealth_build_info")), timeout=30)
+    assert {(s["metric"]["machine"], s["metric"]["project"], s["metric"]["instance"],
+             s["metric"]["job"]) for s in info} == {
+        ("alice", "app", SHARED_INSTANCE, "memhealth"), ("alice", "lib", SHARED_INSTANCE, "memhealth"),
+        ("bob", "app", SHARED_INSTANCE, "memhealth")}
+    # `up` travels too (MemhealthTargetDown reads it): one per machine, labelled
+    assert wait_for("both agents' up", lambda: (lambda r: r if len(r) == 2 else None)(
+        _by(central.query('up{job="memhealth"}'), "team", "machine"))) == {
+        ("team-a", "alice"): 1.0, ("team-b", "bob"): 1.0}
+    # the agents really used remote_write (nothing scrapes central) and dropped nothing
+    for machine in machines.values():
+        assert machine.agent.metric("prometheus_remote_storage_samples_total") > 0
+        assert machine.agent.metric("prometheus_remote_storage_samples_failed_total") == 0
+
+
+def test_two_machines_with_a_project_named_app_stay_apart_in_the_recording_rules(team):
+    central, _ = team
+    record = "instance_project_hook:memhealth_hook_invocations:increase1h"
+    # the rules aggregate by team, machine, instance, project: alice's app and bob's app are
+    # two series, with the same instance and project
+    got = wait_for("the hourly invocation record per machine", lambda: (lambda r: r if len(r) == 3
+                   else None)(_by(central.query(f'{record}{{hook="prompt"}}'),
+                                  "machine", "instance", "project")), timeout=30)
+    assert set(got) == {("alice", SHARED_INSTANCE, "app"), ("alice", SHARED_INSTANCE, "lib"),
+                        ("bob", SHARED_INSTANCE, "app")}
+    # and why the machine label is needed: grouping by (instance, project) alone, as a
+    # single machine's rules did, adds alice's and bob's `app` into one series
+    merged = _by(central.query('sum by (instance, project) (memhealth_hook_invocations_total'
+                               '{hook="prompt",outcome="ok"})'), "instance", "project")
+    assert merged == {(SHARED_INSTANCE, "app"): 4.0, (SHARED_INSTANCE, "lib"): 2.0}
+    # every rule loaded centrally evaluates healthy over the forwarded series
+    groups = get_json(central.url + "/api/v1/rules")["data"]["groups"]
+    rules = [r for g in groups for r in g["rules"]]
+    with open(RULES, encoding="utf-8") as fh:
+        assert len(rules) == sum(len(g["rules"]) for g in yaml.safe_load(fh)["groups"])
+    wait_for("every central rule to evaluate healthy",
+             lambda: all(r["health"] == "ok" for g in get_json(central.url + "/api/v1/rules")
+                         ["data"]["groups"] for r in g["rules"]), timeout=15)
+
+
+def test_a_hook_duration_exemplar_with_its_trace_id_reaches_the_central_side(team):
+    central, machines = team
+    now = time.time()
+
+    def exemplars():
+        url = central.url + "/api/v1/query_exemplars?" + urllib.parse.urlencode({
+            "query": 'memhealth_hook_duration_seconds_bucket{hook="prompt"}',
+            "start": now - 600, "end": now + 120})
+        return [(series["seriesLabels"], e) for series in get_json(url)["data"]
+                for e in series["exemplars"]]
+
+    got = wait_for("prompt-duration exemplars on the central Prometheus", exemplars, timeout=30)
+    traces = {(name, project): {t for (t,) in rows(root, "SELECT trace_id FROM heartbeats "
+                                                         "WHERE hook = 'prompt'")}
+              for name, m in machines.items() for project, root in m.roots.items()}
+    for labels, exemplar in got:
+        # the trace id is one of the prompt hooks that project's store recorded on that machine
+        key = (labels["machine"], labels["project"])
+        assert exemplar["labels"]["trace_id"] in traces[key], (key, exemplar)
+        assert labels["team"] == {"alice": "team-a", "bob": "team-b"}[labels["machine"]]
+    assert {(labels["machine"], labels["project"]) for labels, _ in got} == set(traces)
+
+
+def test_every_dashboard_panel_evaluates_centrally_with_one_machine_selected(team):
+    central, _ = team
+    wait_for("bob's series on the central side", lambda: central.query(
+        'memhealth_build_info{machine="bob"}'), timeout=30)
+    errors = []
+    for dashboard, title, ref, expr in _panel_queries():
+        assert 'machine=~".*"' in expr and 'team=~".*"' in expr, (dashboard, title)
+        answer = get_json(central.url + "/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr.replace('machine=~".*"', 'machine=~"bob"')}))
+        if answer.get("status") != "success":
+            errors.append(f"{dashboard} / {title} {ref}: {answer.get('error')}")
+    assert not errors, errors
+    # the dashboards' selector, as Grafana fills it for machine bob and project app: bob's 3
+    # prompts, not alice's app beside them
+    one = central.query('sum(memhealth_hook_invocations_total{team=~".*",machine=~"bob",'
+                        'instance=~".*",project=~"app",hook="prompt"})')
+    assert float(one[0]["value"][1]) == 3.0
+    assert GRAFANA_VARS["$machine"] == GRAFANA_VARS["$team"] == ".*"
+
+
+def test_a_red_gate_check_on_one_machine_raises_its_alert_centrally_with_the_team(team):
+    central, machines = team
+
+    def pending_capture_queue():
+        return {(a["labels"].get("team"), a["labels"].get("machine"), a["labels"].get("project"))
+                for a in central.alerts("MemhealthGateCheckRed")
+                if a["labels"].get("check") == "capture_queue"}
+
+    # serve --all's scheduled gate ran on bob's app; its RED crossed by remote_write
+    assert wait_for("MemhealthGateCheckRed{check=capture_queue} on the central side",
+                    pending_capture_queue, timeout=60) == {("team-b", "bob", "app")}
+    (fired,) = [a for a in central.alerts("MemhealthGateCheckRed")
+                if a["labels"].get("check") == "capture_queue"]
+    assert fired["labels"]["severity"] == "warning" and fired["labels"]["instance"] == SHARED_INSTANCE
+    # the central routing tree sends it to bob's team's ticket route
+    assert _route(fired["labels"]) == "team-b-ticket"
+
+    # alice's serve dies while her agent runs: `up` = 0 crosses, MemhealthTargetDown goes
+    # pending for team-a only, and its page goes to team-a's page route
+    stop_process(machines["alice"].serve.proc)
+    down = wait_for("MemhealthTargetDown for alice on the central side", lambda: [
+        a for a in central.alerts("MemhealthTargetDown") if a["labels"].get("machine") == "alice"],
+        timeout=45)
+    assert down[0]["labels"]["team"] == "team-a" and down[0]["labels"]["severity"] == "critical"
+    assert _route(down[0]["labels"]) == "team-a-page"
+    assert not [a for a in central.alerts("MemhealthTargetDown") if a["labels"].get("machine") == "bob"]
+
+
+def _route(labels: dict) -> str:
+    """The receiver(s) the generated central routing tree picks for these labels (amtool)."""
+    amtool = require_binary("amtool")
+    proc = subprocess.run([amtool, "config", "routes", "test", f"--config.file={TEAM_AM}",
+                           *[f"{k}={v}" for k, v in labels.items()]],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.strip()
+
+
+# -- the central Alertmanager and the per-team page budget -----------------------------------------
+
+@pytest.mark.parametrize("receiver,labels", [
+    ("team-a-page", {"alertname": "MemhealthGateCheckRed", "severity": "critical", "team": "team-a",
+                     "check": "index_integrity", "machine": "alice", "project": "app"}),
+    ("team-a-ticket", {"alertname": "MemhealthIngestStale", "severity": "warning", "team": "team-a"}),
+    ("team-b-page", {"alertname": "MemhealthHookErrorBudgetBurn", "severity": "critical",
+                     "team": "team-b", "slo": "hook-success"}),
+    ("team-a-ticket", {"alertname": "SomethingUnlabelled", "team": "team-a"}),
+    # no known team (an agent without the label, or a misspelt one): the shared routes
+    ("page", {"alertname": "MemhealthEmbeddingDown", "severity": "critical", "team": "team-z"}),
+    ("page", {"alertname": "MemhealthTargetDown", "severity": "critical", "job": "memhealth"}),
+    ("null", {"alertname": "MemhealthEmbeddingColdStart", "severity": "info", "team": "team-a"}),
+    ("deadman,watchdog", {"alertname": "MemhealthWatchdog", "severity": "none"}),
+], ids=lambda v: v if isinstance(v, str) else v["alertname"])
+def test_central_routing_tree_sends_each_teams_alerts_to_its_own_receivers(receiver, labels):
+    assert _route(labels) == receiver
+
+
+def test_central_alertmanager_config_checks_and_the_budget_knows_every_route():
+    amtool = require_binary("amtool")
+    proc = subprocess.run([amtool, "check-config", TEAM_AM], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(TEAM_AM, encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    webhooks = {r["name"]: [h["url"] for h in r.get("webhook_configs", [])] for r in config["receivers"]}
+    teams_routes = {n for n in webhooks if n.startswith("team-")}
+    assert teams_routes == {"team-a-page", "team-a-ticket", "team-b-page", "team-b-ticket"}
+    assert all(webhooks[n] == [BUDGET_URL] for n in teams_routes | {"page", "ticket", "watchdog"})
+    assert webhooks["deadman"] == [WATCHDOG_URL]  # the dead man's switch stays outside
+    assert "serve-down" not in webhooks  # a laptop's dead serve pages its team, budgeted
+    routes = _budget_routes()
+    # the budget's own default routes, then each team's (memhealth.config keeps the defaults)
+    assert routes[:len(BASE_ROUTES)] == list(BASE_ROUTES) == defaults()["alerts"]["routes"]
+    # every receiver that reaches the budget is a route it knows (not the shared "unknown")
+    assert {n for n, urls in webhooks.items() if urls == [BUDGET_URL]} <= set(routes)
+    # inhibitions stay scoped to one alert on one machine's project
+    for rule in config["inhibit_rules"]:
+        assert {"team", "machine", "instance", "project"} <= set(rule["equal"])
+
+
+def _budget_routes() -> list[str]:
+    with open(BUDGET_ENV, encoding="utf-8") as fh:
+        (line,) = [x for x in fh.read().splitlines() if x and not x.startswith("#")]
+    key, value = line.split("=", 1)
+    assert key == "MEMHEALTH_ALERTS_ROUTES"
+    return value.split(",")
+
+
+def test_each_team_has_its_own_page_budget_through_a_real_alertmanager(tmp_path):
+    """The generated central config in a real Alertmanager, its budget receivers at a real
+    serve configured by the generated alert-budget.env: team-a's third page in the window
+    folds (2 per 12 h), team-b still pages."""
+    root = tmp_path / "central"
+    root.mkdir()
+    assert run_cli("init", "--project", str(root), "--no-templates",
+                   env=clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"))).returncode == 0
+    env = clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"),
+                    MEMHEALTH_ALERTS_ROUTES=",".join(_budget_routes()))
+    app = ServeProcess(root, "--no-probes", "--no-export", env=env)
+    outside = Outside()
+    am = None
+    try:
+        with open(TEAM_AM, encoding="utf-8") as fh:
+            config = yaml.safe_load(fh)
+        for receiver in config["receivers"]:
+            for hook in receiver.get("webhook_configs", []):
+                hook["url"] = (app.url.rstrip("/") + "/alerts" if hook["url"] == BUDGET_URL
+                               else outside.at(hook["url"]))
+
+        def shorten(route):
+            route["group_wait"], route["group_interval"] = "100ms", "1s"
+            for child in route.get("routes", []):
+                shorten(child)
+        shorten(config["route"])
+        am = Alertmanager(tmp_path, config)
+        # three different pages for team-a (three projects), then one for team-b
+        am.post(*[alert("MemhealthEmbeddingDown", "critical", team="team-a", machine="alice",
+                        project=p, component="embedding") for p in ("app", "lib", "web")])
+
+        def decided(team_route: str, n: int):
+            got = [r for r in sink(root) if r.get("route") == team_route
+                   and r.get("alertname") == "MemhealthEmbeddingDown"]
+            return got if len(got) >= n else None
+
+        first = wait_for("team-a's three pages decided", lambda: decided("team-a-page", 3), timeout=20)
+        assert sorted(r["decision"] for r in first) == ["folded", "paged", "paged"]
+        am.post(alert("MemhealthEmbeddingDown", "critical", team="team-b", machine="bob",
+                      project="app", component="embedding"))
+        (other,) = wait_for("team-b's page decided", lambda: decided("team-b-page", 1), timeout=20)
+        assert other["decision"] == "paged"  # team-a's spent budget is not team-b's
+        meta = [r for r in sink(root) if r.get("alertname") == "MemhealthAlertBudgetExhausted"]
+        assert [r["route"] for r in meta] == ["team-a-page"]
+        _, metrics, _ = app.get("/metrics")
+        text = metrics.decode()
+        assert 'memhealth_alert_budget_remaining{route="team-a-page"} 0.0' in text
+        assert 'memhealth_alert_budget_remaining{route="team-b-page"} 1.0' in text
+        assert 'route="unknown"' not in text
+    finally:
+        if am is not None:
+            am.stop()
+        outside.stop()
+        app.kill()
+
+
+# -- the compose profiles (Docker cannot run here: validated, not run) -----------------------------
+
+def _team_compose() -> dict:
+    with open(os.path.join(REPO, "compose", "team", "docker-compose.yml"), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def test_team_compose_profiles_mount_existing_paths_and_bind_loopback_by_default():
+    compose = _team_compose()
+    services = compose["services"]
+    assert {n for n, s in services.items() if s["profiles"] == ["central"]} == {
+        "prometheus", "alertmanager", "alert-budget-init", "alert-budget", "otel-collector",
+        "tempo", "grafana"}
+    assert services["agent"]["profiles"] == ["agent"]
+    base = os.path.join(REPO, "compose", "team")
+    mounted = set()
+    for name, svc in services.items():
+        for port in svc.get("ports", []):
+            # the central side's team-facing ports default to loopback until told otherwise
+            assert port.startswith(("127.0.0.1:", "${MEMHEALTH_CENTRAL_BIND:-127.0.0.1}:")), (name, port)
+        for volume in svc.get("volumes", []):
+            source = volume.split(":", 1)[0]
+            if not source.startswith("."):
+                assert source in compose["volumes"], f"{name}: volume {source} undeclared"
+                continue
+            path = os.path.normpath(os.path.join(base, source))
+            assert os.path.exists(path), f"{name} mounts {source}, missing in the repo"
+            mounted.add(os.path.relpath(path, REPO))
+        for env_file in svc.get("env_file", []):
+            assert os.path.exists(os.path.join(base, env_file))
+        if "build" in svc:
+            assert os.path.exists(os.path.join(base, svc["build"]["context"], svc["build"]["dockerfile"]))
+    # one source each: the repo's rules and dashboards, the single-machine Collector and Tempo
+    assert {"alerts", "dashboards", "compose/otel-collector.yaml", "compose/tempo.yaml",
+            "compose/team/alertmanager.yml", "compose/team/prometheus-central.yml",
+            "compose/team/prometheus-agent.yml"} <= mounted
+    central = services["prometheus"]["command"]
+    assert "--web.enable-remote-write-receiver" in central
+    assert "--enable-feature=exemplar-storage,otlp-write-receiver" in central
+    assert any(a.startswith("--storage.tsdb.retention.time=") for a in central)
+    assert "--enable-feature=agent,expand-external-labels" in services["agent"]["command"]
+    assert services["agent"]["network_mode"] == "host"  # serve --all listens on the host's loopback
+    assert services["alert-budget"]["depends_on"]["alert-budget-init"]["condition"] == \
+        "service_completed_successfully"
+    assert {"--no-probes", "--no-export"} <= set(services["alert-budget"]["command"])
+    with open(os.path.join(REPO, "compose", "team", "docker-compose.yml"), encoding="utf-8") as fh:
+        assert "Compose v2" in fh.read()
+
+
+@pytest.mark.parametrize("name", ["prometheus-central.yml", "prometheus-agent.yml"])
+def test_team_prometheus_configs_pass_promtool(tmp_path, name):
+    promtool = require_binary("promtool")
+    with open(os.path.join(REPO, "compose", "team", name), encoding="utf-8") as fh:
+        text = fh.read()
+    path = tmp_path / name
+    path.write_text(text.replace("/etc/memhealth/alerts/", os.path.join(REPO, "alerts") + "/"))
+    proc = subprocess.run([promtool, "check", "config", str(path)], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = yaml.safe_load(text)
+    jobs = [j["job_name"] for j in config.get("scrape_configs", [])]
+    # the agent's job is what MemhealthTargetDown selects; the budget's job is not
+    assert jobs == (["memhealth"] if "agent" in name else ["memhealth-alert-budget"])
+
+
+def test_generate_takes_the_teams_and_refuses_a_bad_name(tmp_path):
+    ok = run_cli("generate", "--out", str(tmp_path), "--team", "search", "--team", "infra_1")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    routes = (tmp_path / "compose" / "team" / "alert-budget.env").read_text()
+    assert "search-page,search-ticket,infra_1-page,infra_1-ticket" in routes
+    config = yaml.safe_load((tmp_path / "compose" / "team" / "alertmanager.yml").read_text())
+    assert {r["name"] for r in config["receivers"]} >= {"search-page", "infra_1-ticket"}
+    assert "team-a-page" not in {r["name"] for r in config["receivers"]}
+    # the committed files are the defaults': --check with other teams says they are stale
+    stale = run_cli("generate", "--check", "--team", "search")
+    assert stale.returncode == 1 and "compose/team/alertmanager.yml" in stale.stderr
+    for bad in (["--team", "Team A"], ["--team", "a", "--team", "a"]):
+        proc = run_cli("generate", "--out", str(tmp_path), *bad)
+        assert proc.returncode == 2 and "team" in proc.stderr, proc.stderr
+
+
+def test_parallel_deliveries_to_one_route_never_page_past_the_budget(tmp_path):
+    """Alertmanager flushes groups in parallel: twelve deliveries at once to one route page
+    exactly twice (the budget), however their threads interleave; three routes, three rounds."""
+    import threading
+
+    root = tmp_path / "central"
+    root.mkdir()
+    env = clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"))
+    assert run_cli("init", "--project", str(root), "--no-templates", env=env).returncode == 0
+    app = ServeProcess(root, "--no-probes", "--no-export",
+                       env=dict(env, MEMHEALTH_ALERTS_ROUTES=",".join(_budget_routes())))
+    try:
+        for route in ("team-a-page", "team-b-page", "page"):
+            barrier = threading.Barrier(12)
+            statuses: list[int] = []
+
+            def deliver(i: int, route=route, barrier=barrier, statuses=statuses) -> None:
+                body = {"receiver": route, "status": "firing", "alerts": [
+                    alert("MemhealthEmbeddingDown", "critical", project=f"p{i}")
+                    | {"status": "firing", "fingerprint": f"{route}-{i}"}]}
+                barrier.wait(10)
+                statuses.append(app.post("/alerts", json.dumps(body).encode())[0])
+
+            threads = [threading.Thread(target=deliver, args=(i,)) for i in range(12)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            assert statuses == [200] * 12
+            decisions = [r["decision"] for r in sink(root)
+                         if r.get("alertname") == "MemhealthEmbeddingDown" and r["route"] == route]
+            assert sorted(decisions) == ["folded"] * 10 + ["paged"] * 2, route
+    finally:
+        app.kill()
