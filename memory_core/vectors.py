@@ -18,8 +18,12 @@ knn: below EXACT_BELOW vectors, an exact scan of `chunk_vectors` (`vec_distance_
 ~1.2 µs per 384-dim vector). Above, each shard's nearest by Hamming distance, max(k*8, 128)
 candidates in all, reranked by exact cosine distance: the distances returned are exact.
 
-The tables are created here, not in a migration: the width comes from config and the
-extension may be missing. The width is recorded in meta `vec_dim`; a table of another
+The index is created here, not in a migration: the width comes from config and the
+extension may be missing. `chunk_vectors` is a plain table, created by migration 6 with
+`vector_counts`, whose triggers keep its row count on write: `vector_count` (the gate's
+vector checks, knn's exact-or-quantized choice) reads one row instead of counting the store.
+Writers upsert (`ON CONFLICT DO UPDATE`): an INSERT OR REPLACE would delete without firing
+the delete trigger and the count would drift. The width is recorded in meta `vec_dim`; a table of another
 width is never silently recreated (that would drop every vector): DimensionMismatch says
 to run `memhealth embed --rebuild`.
 
@@ -61,6 +65,11 @@ _VEC0_MAX_K = 4096   # vec0 refuses a larger k
 _WIDTH = re.compile(r"\b(float|bit)\[(\d+)\]", re.IGNORECASE)
 _EXACT_DDL = (f"CREATE TABLE IF NOT EXISTS {EXACT_TABLE} "
               "(chunk_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+COUNTS = "vector_counts"  # migration 6: chunk_vectors' row count, kept by its triggers
+# an upsert, never INSERT OR REPLACE (see the module docstring: the kept count)
+_UPSERT = (f"INSERT INTO {EXACT_TABLE}(chunk_id, embedding) SELECT ?, ? "
+           f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?) "
+           f"ON CONFLICT(chunk_id) DO UPDATE SET embedding = excluded.embedding")
 
 
 def pack(vector: list[float]) -> bytes:
@@ -220,8 +229,9 @@ def _upgrade(conn, dim: int) -> None:
     conn.execute("CREATE TEMP TABLE vec_upgrade(chunk_id INTEGER PRIMARY KEY, embedding BLOB)")
     conn.execute(f"INSERT INTO temp.vec_upgrade SELECT rowid, embedding FROM main.{TABLE}")
     conn.execute(_EXACT_DDL)
-    conn.execute(f"INSERT OR REPLACE INTO {EXACT_TABLE}(chunk_id, embedding) SELECT chunk_id, "
-                 f"embedding FROM temp.vec_upgrade WHERE chunk_id IN (SELECT id FROM chunks)")
+    conn.execute(f"INSERT INTO {EXACT_TABLE}(chunk_id, embedding) SELECT chunk_id, embedding "
+                 f"FROM temp.vec_upgrade WHERE chunk_id IN (SELECT id FROM chunks) "
+                 f"ON CONFLICT(chunk_id) DO UPDATE SET embedding = excluded.embedding")
     conn.execute("DROP TABLE temp.vec_upgrade")
     conn.execute(f"DROP TABLE {TABLE}")
     conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
@@ -236,7 +246,9 @@ def rebuild(conn, dim: int) -> bool:
         return False
     with _tx(conn):
         conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
-        conn.execute(f"DROP TABLE IF EXISTS {EXACT_TABLE}")
+        if _has_exact_table(conn):
+            # emptied, not dropped: dropping would take migration 6's count triggers with it
+            conn.execute(f"DELETE FROM {EXACT_TABLE}")
         _create(conn, dim)
     return True
 
@@ -273,10 +285,7 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
                     f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
                     (chunk_id, blob, chunk_id))
             else:
-                cur = conn.execute(
-                    f"INSERT OR REPLACE INTO {EXACT_TABLE}(chunk_id, embedding) SELECT ?, ? "
-                    f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
-                    (chunk_id, blob, chunk_id))
+                cur = conn.execute(_UPSERT, (chunk_id, blob, chunk_id))
                 if cur.rowcount > 0:
                     conn.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (chunk_id,))
                     conn.execute(f"INSERT INTO {TABLE}(rowid, part, embedding) "
@@ -287,10 +296,31 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
 
 
 def vector_count(conn) -> int | None:
-    """Vectors in the index, without loading the extension: from vec0's rowid shadow table (a
-    count over the exact table would read every 1.5 KB row: ~40 ms at 100k). A store whose
-    vec0 table has no shadow table answers only with sqlite-vec loaded; None when there is no
-    vector table or it cannot be read here."""
+    """Vectors in the store, without loading the extension and without counting: the kept
+    count of `chunk_vectors` (migration 6) in the binary layout. A legacy store (one vec0 float
+    table) is counted from vec0's rowid shadow table, or with sqlite-vec loaded when it has
+    none. None when there is no vector table or it cannot be read here."""
+    sql = _table_sql(conn)
+    if sql is None:
+        return None
+    if layout(conn) == "binary":
+        kept = _kept_count(conn)
+        if kept is not None:
+            return kept
+    return _counted(conn)
+
+
+def _kept_count(conn) -> int | None:
+    try:
+        row = conn.execute(f"SELECT n FROM {COUNTS} WHERE name = ?", (EXACT_TABLE,)).fetchone()
+    except sqlite3.Error:  # a store opened without migrating (connect(migrate=False))
+        return None
+    return None if row is None else int(row[0])
+
+
+def _counted(conn) -> int | None:
+    """The index's rows, counted: O(vectors), for stores without a kept count and the
+    gate's once-a-day check of the kept one."""
     for table in (f"{TABLE}_rowids", TABLE):
         try:
             return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -397,7 +427,8 @@ def delete_for_chunks(conn, ids: Iterable[int]) -> int:
 
 def prune_orphans(conn) -> int:
     """Delete vectors whose chunk is gone (deleted by a process without sqlite-vec), and
-    index entries without an exact vector; returns how many ids were cleaned."""
+    index entries without an exact vector, then set the kept count from a real count;
+    returns how many ids were cleaned."""
     if _ready(conn) is None:
         return 0
     if layout(conn) == "legacy":
@@ -408,8 +439,45 @@ def prune_orphans(conn) -> int:
         f"SELECT chunk_id FROM {EXACT_TABLE} WHERE chunk_id NOT IN (SELECT id FROM chunks)")}
     orphans.update(r[0] for r in conn.execute(
         f"SELECT rowid FROM {TABLE} WHERE rowid NOT IN (SELECT chunk_id FROM {EXACT_TABLE})"))
-    delete_for_chunks(conn, sorted(orphans))
+    with _tx(conn):
+        delete_for_chunks(conn, sorted(orphans))
+        recount(conn)
     return len(orphans)
+
+
+def recount(conn) -> int | None:
+    """Set the kept count from a real count of `chunk_vectors` (O(vectors)); the repair
+    `memhealth embed` runs (through prune_orphans) when the gate finds the count out of
+    step. None when the store has no kept count (not migrated)."""
+    if not _has_counts_table(conn):
+        return None
+    with _tx(conn):
+        (n,) = conn.execute(f"SELECT count(*) FROM {EXACT_TABLE}").fetchone()
+        conn.execute(f"INSERT INTO {COUNTS}(name, n) VALUES (?, ?) "
+                     f"ON CONFLICT(name) DO UPDATE SET n = excluded.n", (EXACT_TABLE, n))
+    return n
+
+
+def _has_counts_table(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (COUNTS,)).fetchone() is not None
+
+
+def count_check(conn) -> tuple[int, int] | None:
+    """(kept count, the bit index's rows counted) for the binary layout, or None (another
+    layout, no kept count, no index). O(vectors) over vec0's small rowid table (~100 bytes
+    a row, no extension needed): the gate runs it with its once-a-day full scans. Unequal
+    means the kept count drifted or the index and the exact table are out of step; both
+    are repaired by `memhealth embed` (prune_orphans, then recount)."""
+    if layout(conn) != "binary":
+        return None
+    kept = _kept_count(conn)
+    if kept is None:
+        return None
+    try:
+        (counted,) = conn.execute(f"SELECT count(*) FROM {TABLE}_rowids").fetchone()
+    except sqlite3.Error:
+        return None
+    return kept, counted
 
 
 class Backfill:

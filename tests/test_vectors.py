@@ -328,3 +328,102 @@ def test_a_width_that_is_not_a_multiple_of_8_keeps_the_exact_float_table(conn):
     ids = [add_chunk(conn, f"t{i}") for i in range(6)]
     assert vectors.store(conn, [(i, vector(f"t{i}", 12)) for i in ids]) == (6, 0)
     assert vectors.knn(conn, vector(f"t{ids[2]}", 12), 2, exact=False)[0][0] == ids[2]
+
+
+# -- the search leg's k, and the kept vector count (migration 6) --------------------------------
+
+def recall(conn, queries: list[list[float]], k: int) -> float:
+    found = 0
+    for q in queries:
+        truth = {cid for cid, _ in vectors.knn(conn, q, k, exact=True)}
+        found += len(truth & {cid for cid, _ in vectors.knn(conn, q, k, exact=False)})
+    return found / (k * len(queries))
+
+
+def test_the_search_legs_k_keeps_95_percent_recall_only_with_oversampling(conn, monkeypatch):
+    """k=30 is what search(k=10) asks the vector leg for. Its 240 candidates find >= 95 % of
+    the exact 30 nearest; as many candidates as the 128 floor (oversampling 1) find fewer,
+    and k candidates (no oversampling) far fewer: this corpus tells them apart."""
+    corpus, queries = clustered(4000, 40)
+    vectors.ensure_vec_table(conn, QDIM)
+    fill(conn, corpus)
+    assert vectors.candidates_per_shard(30) * vectors.SHARDS >= 8 * 30
+    assert recall(conn, queries, 30) >= 0.95
+    monkeypatch.setattr(vectors, "OVERSAMPLE", 1)
+    assert recall(conn, queries, 30) < 0.95
+    monkeypatch.setattr(vectors, "MIN_CANDIDATES", 1)
+    assert recall(conn, queries, 30) < 0.6
+
+
+def kept(conn) -> int:
+    return conn.execute("SELECT n FROM vector_counts WHERE name = 'chunk_vectors'").fetchone()[0]
+
+
+def counted(conn) -> tuple[int, int]:
+    return (conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0],
+            conn.execute("SELECT count(*) FROM chunks_vec_rowids").fetchone()[0])
+
+
+def test_the_kept_vector_count_follows_every_write_without_counting(conn):
+    vectors.ensure_vec_table(conn, DIM)
+    ids = [add_chunk(conn, f"k{i}") for i in range(10)]
+    assert vectors.store(conn, [(i, vector(str(i), DIM)) for i in ids]) == (10, 0)
+    assert (kept(conn), vectors.vector_count(conn)) == (10, 10) and counted(conn) == (10, 10)
+    # storing again replaces (an upsert): a REPLACE would add one without the delete's minus one
+    assert vectors.store(conn, [(i, vector(f"again {i}", DIM)) for i in ids[:4]]) == (4, 0)
+    assert kept(conn) == 10 and counted(conn) == (10, 10)
+    assert conn.execute("SELECT embedding FROM chunk_vectors WHERE chunk_id = ?",
+                        (ids[0],)).fetchone()[0] == vectors.pack(vector(f"again {ids[0]}", DIM))
+    with db.write(conn):
+        conn.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * 3)})", ids[:3])
+        assert vectors.delete_for_chunks(conn, ids[:3]) == 3
+    assert kept(conn) == 7 and counted(conn) == (7, 7)
+    conn.execute("DELETE FROM chunks WHERE id = ?", (ids[3],))  # a process without sqlite-vec
+    assert vectors.prune_orphans(conn) == 1 and kept(conn) == 6 and counted(conn) == (6, 6)
+    conn.execute("UPDATE vector_counts SET n = 40")  # drifted (say, a trigger dropped by hand)
+    assert vectors.count_check(conn) == (40, 6) and vectors.vector_count(conn) == 40
+    assert vectors.prune_orphans(conn) == 0 and vectors.count_check(conn) == (6, 6)
+    assert vectors.rebuild(conn, 16) and kept(conn) == 0 and vectors.vector_count(conn) == 0
+    assert vectors.store(conn, [(ids[5], vector("w", 16))]) == (1, 0) and kept(conn) == 1
+
+
+def test_a_store_written_before_migration_6_gets_its_count_and_keeps_its_vectors(tmp_path):
+    from memory_core.schema import LATEST
+
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    if not vectors.vec_ready(conn):
+        pytest.skip("sqlite-vec cannot load in this interpreter")
+    vectors.ensure_vec_table(conn, QDIM)
+    corpus, queries = clustered(600, 5)
+    ids = fill(conn, corpus)
+    before = [vectors.knn(conn, q, 10) for q in queries]
+    # as the store was before migration 6: the vector tables, no kept count, schema v4
+    conn.execute("DROP TRIGGER chunk_vectors_count_ai")
+    conn.execute("DROP TRIGGER chunk_vectors_count_ad")
+    conn.execute("DROP TABLE vector_counts")
+    conn.execute("PRAGMA user_version = 4")
+    conn.close()
+
+    conn = db.connect(path)  # migrates
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone() == (LATEST,)
+        assert kept(conn) == 600 and vectors.vector_count(conn) == 600 and counted(conn) == (600, 600)
+        assert [vectors.knn(conn, q, 10) for q in queries] == before
+        assert vectors.ensure_vec_table(conn, QDIM) and vectors.layout(conn) == "binary"
+        with db.write(conn):
+            conn.execute("DELETE FROM chunks WHERE id = ?", (ids[0],))
+            vectors.delete_for_chunks(conn, [ids[0]])
+        assert kept(conn) == 599 and counted(conn) == (599, 599)
+    finally:
+        conn.close()
+
+
+def test_a_legacy_store_migrates_then_upgrades_with_an_exact_count(conn):
+    create_legacy(conn, DIM)
+    ids = [add_chunk(conn, f"old {i}") for i in range(20)]
+    assert vectors.store(conn, [(i, vector(f"old {i}", DIM)) for i in ids]) == (20, 0)
+    # migration 6 made chunk_vectors already; the legacy store keeps its vectors in vec0
+    assert kept(conn) == 0 and vectors.vector_count(conn) == 20  # counted: legacy has no kept count
+    assert vectors.ensure_vec_table(conn, DIM) and vectors.layout(conn) == "binary"
+    assert kept(conn) == 20 and counted(conn) == (20, 20) and vectors.count_check(conn) == (20, 20)
