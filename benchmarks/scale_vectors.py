@@ -161,12 +161,27 @@ def _knn(root: str, queries: list[list[float]], n: int) -> dict:
             result = search(conn, t, cfg, k=10, query_vector=q)
             hybrid.append((time.perf_counter() - t0) * 1000)
             assert result.legs_answered == ["bm25", "vector"], result.legs_answered
+        counts = {}
+        for what, sql in (("count_vectors_ms", "SELECT count(*) FROM chunks_vec_rowids"),
+                          ("count_chunks_ms", "SELECT count(*) FROM chunks"),
+                          ("kept_count_ms", None)):
+            samples = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                if sql:
+                    conn.execute(sql).fetchone()
+                else:
+                    vectors.vector_count(conn)
+                samples.append((time.perf_counter() - t0) * 1000)
+            counts[what] = statistics.median(samples)
+        out.update(counts)
         out.update(knn_p50=pct(fast, 50), knn_p99=pct(fast, 99),
                    exact_p50=pct(exact, 50), exact_p99=pct(exact, 99),
                    hybrid_p50=pct(hybrid, 50), hybrid_p99=pct(hybrid, 99),
                    recall10=found10 / (10 * len(exact_q)), recall30=found30 / (K_LEG * len(exact_q)),
                    recall_queries=len(exact_q),
-                   candidates=vectors.candidates_per_shard(K_LEG) * vectors.SHARDS)
+                   candidates=vectors.candidates_per_shard(K_LEG, n, vectors.shard_count(conn))
+                   * vectors.shard_count(conn))
     finally:
         conn.close()
     return out
@@ -231,6 +246,9 @@ FIGURES = [  # (key, name, unit, on the hook path: must not grow)
     ("vector_coverage_ms", "gate check vector_coverage", "ms", True),
     ("index_integrity_ms", "gate check index_integrity (incl. vector parity)", "ms", True),
     ("bytes_per_chunk", "store on disk per chunk, with 384-d vectors", "bytes", False),
+    ("kept_count_ms", "vector_count: the kept count (migration 6)", "ms", True),
+    ("count_vectors_ms", "counting the vector index's rows (vector_count before 6)", "ms", False),
+    ("count_chunks_ms", "count(*) over chunks (vector_coverage's chunk count)", "ms", False),
 ]
 
 

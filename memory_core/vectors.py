@@ -11,12 +11,18 @@ Layout (both tables keyed by `chunks.id`, written and deleted in one transaction
   format sqlite-vec's scalar functions read. A point lookup here is a B-tree seek; in a vec0
   table it costs ~0.22 ms, too slow to rescore a few hundred candidates.
 - `chunks_vec`, vec0 `(part integer partition key, embedding bit[dim])`: one sign bit per
-  dimension, sharded `chunk_id % 8`. vec0's top-k costs grow with k times the rows scanned
-  (k=240 over 100k: 28 ms), so eight per-shard scans with k/8 each (~6 ms) replace one.
+  dimension (48 bytes at 384 dims, 1/32 of the floats), sharded `chunk_id % 64` (meta
+  `vec_shards`). vec0's per-partition top-k costs grow with k times the rows it scans, so
+  many partitions with a small k each are cheaper than few with a large k (1M random bit
+  vectors, 2,048 candidates: 8 shards 717 ms, 64 shards 92 ms).
 
 knn: below EXACT_BELOW vectors, an exact scan of `chunk_vectors` (`vec_distance_cosine`,
-~1.2 µs per 384-dim vector). Above, each shard's nearest by Hamming distance, max(k*8, 128)
-candidates in all, reranked by exact cosine distance: the distances returned are exact.
+~1.2 µs per 384-dim vector). Above, each shard's nearest by Hamming distance, reranked by
+exact cosine distance (the distances returned are exact). Candidates in all: k x 8, at
+least 256, and at least one per 1,000 vectors: with a fixed number, recall falls as the store
+grows, because more vectors crowd each neighbourhood (240 candidates for k=30: recall@10
+0.99 at 100k, 0.82 at 1M). So the candidate rescoring grows with the store, like the Hamming
+scan: the quantized path is linear, at about 1/30 of the exact scan's cost.
 
 The index is created here, not in a migration: the width comes from config and the
 extension may be missing. `chunk_vectors` is a plain table, created by migration 6 with
@@ -30,7 +36,9 @@ to run `memhealth embed --rebuild`.
 Older stores have only `chunks_vec` as vec0 `float[dim]` ("legacy"). Such a store keeps
 answering (exact vec0 KNN), and `ensure_vec_table` upgrades it in one transaction, without
 re-embedding, on the first ingest that embeds or `memhealth embed`. A width that is not a
-multiple of 8 cannot be bit-quantized by sqlite-vec and keeps the legacy layout.
+multiple of 8 cannot be bit-quantized by sqlite-vec and keeps the legacy layout. A bit
+index of 8 partitions (stores written before 64) keeps answering with its 8 and is
+re-partitioned from `chunk_vectors` by `ensure_vec_table` in the same way.
 
 Deleting chunks: no trigger removes their vectors, because a trigger touching a vec0 table
 would make every chunk delete fail in a process that cannot load sqlite-vec. Ingest calls
@@ -57,9 +65,12 @@ TABLE = "chunks_vec"          # vec0: the bit index (legacy stores: the float ve
 EXACT_TABLE = "chunk_vectors"  # plain table: the float32 vectors knn rescores with
 REBUILD_FIX = "run `memhealth embed --rebuild` to re-embed every chunk at the new width"
 EMBED_TEXT_CHARS = 24000  # the client's first overflow head: longer text would be cut anyway
-SHARDS = 8           # measured at 100k x 384: 8 shards x k=30 take 5.7 ms, 1 x k=240 takes 28 ms
+SHARDS = 64          # partitions of the bit index; see the module docstring (candidates)
+OLD_SHARDS = 8       # stores whose meta has no vec_shards were written with 8
 OVERSAMPLE = 8       # coarse candidates per wanted neighbour
-MIN_CANDIDATES = 128
+MIN_CANDIDATES = 256
+MIN_PER_SHARD = 4    # vec0's per-partition top-k below this picks too noisily
+CANDIDATE_SHARE = 1000  # and at least one candidate per this many vectors (recall holds as N grows)
 EXACT_BELOW = 4096   # vectors; exact answers while the scan is cheap (~5 ms at 384 dims)
 _VEC0_MAX_K = 4096   # vec0 refuses a larger k
 _WIDTH = re.compile(r"\b(float|bit)\[(\d+)\]", re.IGNORECASE)
@@ -172,7 +183,7 @@ def _settled(conn, dim: int) -> bool:
     """Whether the tables at width `dim` are already in the layout `_create` would make."""
     kind = layout(conn)
     if kind == "binary":
-        return _has_exact_table(conn)
+        return _has_exact_table(conn) and shard_count(conn) == SHARDS
     return kind == "legacy" and dim % 8 != 0
 
 
@@ -198,8 +209,10 @@ def ensure_vec_table(conn, dim: int) -> bool:
         elif layout(conn) == "legacy":
             if dim % 8 == 0:
                 _upgrade(conn, dim)
-        else:
+        elif not _has_exact_table(conn):
             conn.execute(_EXACT_DDL)  # an index without its exact table: backfill refills it
+        elif shard_count(conn) != SHARDS:
+            _fill_index(conn, dim)  # an index of 8 partitions (before 64): re-partitioned
     return True
 
 
@@ -214,8 +227,7 @@ def _create(conn, dim: int) -> None:
                      f"distance_metric=cosine)")
     else:
         conn.execute(_EXACT_DDL)
-        conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
-                     f"embedding bit[{dim}])")
+        _fill_index(conn, dim)
     set_meta(conn, "vec_dim", dim)
 
 
@@ -233,11 +245,23 @@ def _upgrade(conn, dim: int) -> None:
                  f"FROM temp.vec_upgrade WHERE chunk_id IN (SELECT id FROM chunks) "
                  f"ON CONFLICT(chunk_id) DO UPDATE SET embedding = excluded.embedding")
     conn.execute("DROP TABLE temp.vec_upgrade")
-    conn.execute(f"DROP TABLE {TABLE}")
+    _fill_index(conn, dim)
+
+
+def _fill_index(conn, dim: int) -> None:
+    """(Re)create the bit index at SHARDS partitions from the exact vectors."""
+    conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
     conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
                  f"embedding bit[{int(dim)}])")
     conn.execute(f"INSERT INTO {TABLE}(rowid, part, embedding) SELECT chunk_id, "
                  f"chunk_id % {SHARDS}, vec_quantize_binary(embedding) FROM {EXACT_TABLE}")
+    set_meta(conn, "vec_shards", SHARDS)
+
+
+def shard_count(conn) -> int:
+    """How many partitions the store's bit index has (meta `vec_shards`; older stores: 8)."""
+    value = get_meta(conn, "vec_shards")
+    return int(value) if value and value.isdigit() else OLD_SHARDS
 
 
 def rebuild(conn, dim: int) -> bool:
@@ -272,6 +296,7 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
     stored = refused = 0
     with _tx(conn):
         legacy = layout(conn) == "legacy"
+        shards = shard_count(conn)
         for chunk_id, vector in pairs:
             if len(vector) != dim or not all(math.isfinite(x) for x in vector):
                 refused += 1
@@ -290,7 +315,7 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
                     conn.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (chunk_id,))
                     conn.execute(f"INSERT INTO {TABLE}(rowid, part, embedding) "
                                  f"VALUES (?, ?, vec_quantize_binary(?))",
-                                 (chunk_id, chunk_id % SHARDS, blob))
+                                 (chunk_id, chunk_id % shards, blob))
             stored += max(cur.rowcount, 0)
     return stored, refused
 
@@ -333,19 +358,31 @@ _LEGACY_KNN = (f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND
                f"ORDER BY distance")
 _EXACT_KNN = (f"SELECT chunk_id, vec_distance_cosine(embedding, ?) AS d FROM {EXACT_TABLE} "
               f"ORDER BY d, chunk_id LIMIT ?")
-# ?1 query vector, ?2 candidates per shard, ?3 k. The IN list drives rowid seeks into the
-# exact table, so only the candidates' float vectors are read.
-_FAST_KNN = (f"SELECT chunk_id, vec_distance_cosine(embedding, ?1) AS d FROM {EXACT_TABLE} "
-             f"WHERE chunk_id IN ("
-             + " UNION ALL ".join(f"SELECT rowid FROM {TABLE} WHERE embedding MATCH "
-                                  f"vec_quantize_binary(?1) AND k = ?2 AND part = {p}"
-                                  for p in range(SHARDS))
-             + ") ORDER BY d, chunk_id LIMIT ?3")
+_FAST_KNN: dict[int, str] = {}
 
 
-def candidates_per_shard(k: int) -> int:
-    """How many Hamming-nearest vectors the fast path takes from each shard for `k`."""
-    return -(-max(k * OVERSAMPLE, MIN_CANDIDATES) // SHARDS)
+def _fast_knn(shards: int) -> str:
+    """The quantized query for an index of `shards` partitions. ?1 query vector, ?2 candidates
+    per shard, ?3 k. The IN list drives rowid seeks into the exact table, so only the
+    candidates' float vectors are read."""
+    sql = _FAST_KNN.get(shards)
+    if sql is None:
+        sql = _FAST_KNN[shards] = (
+            f"SELECT chunk_id, vec_distance_cosine(embedding, ?1) AS d FROM {EXACT_TABLE} "
+            f"WHERE chunk_id IN ("
+            + " UNION ALL ".join(f"SELECT rowid FROM {TABLE} WHERE embedding MATCH "
+                                 f"vec_quantize_binary(?1) AND k = ?2 AND part = {p}"
+                                 for p in range(shards))
+            + ") ORDER BY d, chunk_id LIMIT ?3")
+    return sql
+
+
+def candidates_per_shard(k: int, vectors: int = 0, shards: int = SHARDS) -> int:
+    """How many Hamming-nearest vectors the fast path takes from each of `shards` partitions
+    for `k` neighbours among `vectors`: k x OVERSAMPLE, at least MIN_CANDIDATES and one per
+    CANDIDATE_SHARE vectors in all, at least MIN_PER_SHARD from each partition."""
+    total = max(k * OVERSAMPLE, MIN_CANDIDATES, -(-vectors // CANDIDATE_SHARE))
+    return max(-(-total // shards), MIN_PER_SHARD)
 
 
 def knn(conn, vector: list[float], k: int, *, exact: bool | None = None) -> list[tuple[int, float]]:
@@ -362,14 +399,15 @@ def knn(conn, vector: list[float], k: int, *, exact: bool | None = None) -> list
         if layout(conn) == "legacy":
             rows = conn.execute(_LEGACY_KNN, (blob, k)).fetchall()
         else:
-            per_shard = candidates_per_shard(k)
+            count = vector_count(conn) or 0
+            shards = shard_count(conn)
+            per_shard = candidates_per_shard(k, count, shards)
             if exact is None:
-                count = vector_count(conn)
-                exact = count is not None and count < EXACT_BELOW
+                exact = count < EXACT_BELOW
             if exact or per_shard > _VEC0_MAX_K:
                 rows = conn.execute(_EXACT_KNN, (blob, k)).fetchall()
             else:
-                rows = conn.execute(_FAST_KNN, (blob, per_shard, k)).fetchall()
+                rows = conn.execute(_fast_knn(shards), (blob, per_shard, k)).fetchall()
     return [(int(r), float(d)) for r, d in rows]
 
 
