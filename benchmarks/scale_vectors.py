@@ -56,9 +56,10 @@ def _label(n: int) -> str:
     return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
 
 
-def _env(url: str) -> dict:
+def _env(url: str | None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMHEALTH_", "OTEL_", "CLAUDE_"))}
-    env.update(MEMHEALTH_EMBEDDING_URL=url, MEMHEALTH_EMBEDDING_DIM=str(DIM))
+    if url:
+        env.update(MEMHEALTH_EMBEDDING_URL=url, MEMHEALTH_EMBEDDING_DIM=str(DIM))
     return env
 
 
@@ -190,9 +191,11 @@ def _knn(root: str, queries: list[list[float]], n: int) -> dict:
 def _processes(root: str, url: str, base: float, repeat: int) -> dict:
     cmd = memhealth_cmd()
     common = {"session_id": "bench", "cwd": root, "transcript_path": os.path.join(root, "t.jsonl")}
+    prompt = {**common, "hook_event_name": "UserPromptSubmit",
+              "prompt": f"{SEMANTIC}? token1239 and token5679"}
     cases = {
-        "prompt_x": (cmd + ["hook", "prompt"], {**common, "hook_event_name": "UserPromptSubmit",
-                     "prompt": f"{SEMANTIC}? token1239 and token5679"}),
+        "prompt_x": (cmd + ["hook", "prompt"], prompt),
+        "prompt_off_x": (cmd + ["hook", "prompt"], prompt),
         "session_start_x": (cmd + ["hook", "session-start"],
                             {**common, "hook_event_name": "SessionStart", "source": "startup"}),
         "search_x": (cmd + ["search", "why does the compactor stall on token1239", "--k", "10"], None),
@@ -200,8 +203,11 @@ def _processes(root: str, url: str, base: float, repeat: int) -> dict:
     out = {}
     for key, (argv, payload) in cases.items():
         stdin = json.dumps(payload).encode() if payload else b""
-        s = summary(time_cmd(argv, stdin=stdin, env=_env(url), cwd=root, repeat=repeat))
+        s = summary(time_cmd(argv, stdin=stdin, env=_env(None if key == "prompt_off_x" else url),
+                             cwd=root, repeat=repeat))
         out[key] = s["median"] / base
+    # what the vectors add to the prompt hook, on the same store in the same run
+    out["prompt_vec_delta_x"] = out["prompt_x"] - out["prompt_off_x"]
     walls, checks = [], {}
     for i in range(repeat // 2 + 1):
         t0 = time.perf_counter()
@@ -241,6 +247,8 @@ FIGURES = [  # (key, name, unit, on the hook path: must not grow)
     ("hybrid_p50", "hybrid search p50 (BM25 + vector, embedding excluded)", "ms", False),
     ("hybrid_p99", "hybrid search p99 (BM25 + vector, embedding excluded)", "ms", False),
     ("prompt_x", "hook prompt, vectors on (intent + BM25 + semantic cue)", "x floor", True),
+    ("prompt_off_x", "hook prompt, same store and prompt, embeddings off", "x floor", False),
+    ("prompt_vec_delta_x", "hook prompt: what vectors on adds (on - off)", "x floor", True),
     ("session_start_x", "hook session-start incl. gate, vectors on", "x floor", True),
     ("search_x", "memhealth search (embed + hybrid), stand-in server", "x floor", False),
     ("vector_coverage_ms", "gate check vector_coverage", "ms", True),
