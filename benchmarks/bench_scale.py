@@ -16,7 +16,7 @@ doc chunks (common.seed_chunks, bulk mode: one executemany, FTS built once). Per
 
 The last rows are the growth ratios largest/smallest. A store 100x larger whose hook or gate
 figure grows by more than a small constant means something on that path scans the store.
-`--quick` runs 10k and 100k only; the full run adds 1M (~2 GB under /tmp for BM25, then ~4 GB
+`--quick` runs 10k and 100k only; the full run adds 1M (~2 GB under /tmp for BM25, then 3.2 GB
 for the vector store, each deleted after; ~20 minutes in all). `--no-vectors` skips the vector half.
 
     python benchmarks/run.py scale [--quick]

@@ -23,7 +23,7 @@ transaction). Then:
 - the gate's vector checks (`vector_coverage`, `index_integrity`) from its own duration_ms;
 - bytes on disk per chunk with vectors, and the vector tables' share of them.
 
-The 1M store is ~4 GB under /tmp (deleted after each size); building it takes ~5 minutes.
+The 1M store is 3.2 GB under /tmp (deleted after each size); building it takes ~3 minutes.
 """
 
 from __future__ import annotations

@@ -22,16 +22,16 @@ exact cosine distance (the distances returned are exact). Candidates in all: k x
 least 256, and at least one per 1,000 vectors: with a fixed number, recall falls as the store
 grows, because more vectors crowd each neighbourhood (240 candidates for k=30: recall@10
 0.99 at 100k, 0.82 at 1M). So the candidate rescoring grows with the store, like the Hamming
-scan: the quantized path is linear, at about 1/30 of the exact scan's cost.
+scan: the quantized path is linear, at about 1/25 of the exact scan's cost (1M x 384).
 
 The index is created here, not in a migration: the width comes from config and the
 extension may be missing. `chunk_vectors` is a plain table, created by migration 6 with
 `vector_counts`, whose triggers keep its row count on write: `vector_count` (the gate's
 vector checks, knn's exact-or-quantized choice) reads one row instead of counting the store.
 Writers upsert (`ON CONFLICT DO UPDATE`): an INSERT OR REPLACE would delete without firing
-the delete trigger and the count would drift. The width is recorded in meta `vec_dim`; a table of another
-width is never silently recreated (that would drop every vector): DimensionMismatch says
-to run `memhealth embed --rebuild`.
+the delete trigger and the count would drift. The width is recorded in meta `vec_dim`; a
+table of another width is never silently recreated (that would drop every vector):
+DimensionMismatch says to run `memhealth embed --rebuild`.
 
 Older stores have only `chunks_vec` as vec0 `float[dim]` ("legacy"). Such a store keeps
 answering (exact vec0 KNN), and `ensure_vec_table` upgrades it in one transaction, without
@@ -69,7 +69,7 @@ SHARDS = 64          # partitions of the bit index; see the module docstring (ca
 OLD_SHARDS = 8       # stores whose meta has no vec_shards were written with 8
 OVERSAMPLE = 8       # coarse candidates per wanted neighbour
 MIN_CANDIDATES = 256
-MIN_PER_SHARD = 4    # vec0's per-partition top-k below this picks too noisily
+MIN_PER_SHARD = 4    # a floor on each partition's share: the nearest are not spread evenly
 CANDIDATE_SHARE = 1000  # and at least one candidate per this many vectors (recall holds as N grows)
 EXACT_BELOW = 4096   # vectors; exact answers while the scan is cheap (~5 ms at 384 dims)
 _VEC0_MAX_K = 4096   # vec0 refuses a larger k
@@ -325,10 +325,10 @@ def vector_count(conn) -> int | None:
     count of `chunk_vectors` (migration 6) in the binary layout. A legacy store (one vec0 float
     table) is counted from vec0's rowid shadow table, or with sqlite-vec loaded when it has
     none. None when there is no vector table or it cannot be read here."""
-    sql = _table_sql(conn)
-    if sql is None:
+    kind = layout(conn)
+    if kind is None:
         return None
-    if layout(conn) == "binary":
+    if kind == "binary":
         kept = _kept_count(conn)
         if kept is not None:
             return kept
