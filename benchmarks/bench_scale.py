@@ -5,8 +5,9 @@ doc chunks (common.seed_chunks, bulk mode: one executemany, FTS built once). Per
 
 - BM25 search p50/p99 in process, apart for 20 queries with rare tokens and 20 of common
   words only (every chunk matches: FTS5 scores each one, so that figure is linear by nature;
-  the prompt hook drops such words before it searches). The vector leg is not measured
-  here: bench_search covers it;
+  the prompt hook drops such words before it searches). The vector half of the series
+  (KNN, hybrid, recall, the hooks with an embedding server, the store with vectors) is
+  benchmarks/scale_vectors.py, whose rows this report includes after these;
 - the intent prompt hook (BM25 retrieval) and the SessionStart hook (it runs the gate), as
   ratios to the interpreter floor measured in the same run;
 - `memhealth gate --json`: wall time, and the slowest check from its own duration_ms;
@@ -17,9 +18,11 @@ doc chunks (common.seed_chunks, bulk mode: one executemany, FTS built once). Per
 
 The last rows are the growth ratios largest/smallest. A store 100x larger whose hook or gate
 figure grows by more than a small constant means something on that path scans the store.
-`--quick` runs 10k and 100k only; the full run adds 1M (~2 GB under /tmp, deleted after).
+`--quick` runs 10k and 100k only; the full run adds 1M (~2 GB under /tmp for BM25, then 3.2 GB
+for the vector store, each deleted after; ~20 minutes in all). `--no-vectors` skips the vector half.
 
     python benchmarks/run.py scale [--quick]
+    python benchmarks/bench_scale.py [--quick] [--no-vectors]
 """
 
 from __future__ import annotations
@@ -244,7 +247,7 @@ FIGURES = [  # (key, name, unit, bounded: a figure on the hook or gate path that
 ]
 
 
-def bench(quick: bool = False) -> list[dict]:
+def bench(quick: bool = False, vectors: bool = True) -> list[dict]:
     sizes = QUICK_SIZES if quick else FULL_SIZES
     out = []
     tmp = tempfile.mkdtemp(prefix="memhealth-bench-scale-", dir="/tmp")
@@ -280,10 +283,14 @@ def bench(quick: bool = False) -> list[dict]:
                        note=f"{small['checks_ms'].get(worst, 0):.2f} -> {big['checks_ms'][worst]:.2f} ms"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if vectors:
+        from scale_vectors import bench as vector_half
+
+        out.extend(vector_half(quick, base=base))
     return out
 
 
 if __name__ == "__main__":
-    for r in bench(quick="--quick" in sys.argv):
+    for r in bench(quick="--quick" in sys.argv, vectors="--no-vectors" not in sys.argv):
         shown = f"{r['value']:.3f}" if isinstance(r["value"], float) else r["value"]
         print(f"{r['name']:<62} {shown:>12} {r['unit']:<9} {r['target']:<7} {r['note']}")

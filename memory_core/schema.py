@@ -4,8 +4,9 @@ The schema version is `PRAGMA user_version`. An old database opens with new code
 migration above its version runs in one BEGIN IMMEDIATE transaction. A database newer than
 this code is refused rather than guessed at.
 
-The vector table (`chunks_vec`, sqlite-vec) is not created here: its width comes from
-config and the extension may be missing; see `memory_core.vectors`.
+The vector index (`chunks_vec`, sqlite-vec) is not created here: its width comes from
+config and the extension may be missing; see `memory_core.vectors`. The plain table of
+exact vectors and its maintained count are (6).
 """
 
 from __future__ import annotations
@@ -393,6 +394,30 @@ CREATE TABLE term_df (
     at_ns    INTEGER NOT NULL,
     PRIMARY KEY (scope, term)
 ) WITHOUT ROWID;
+"""),
+    (6, "vector count kept on write", """
+-- the exact float32 vectors (memory_core.vectors keeps the bit index `chunks_vec` beside them
+-- when sqlite-vec loads). A plain table: created here, so the count's triggers have a table
+-- in every store, with or without the extension; empty until something is embedded.
+CREATE TABLE IF NOT EXISTS chunk_vectors (
+    chunk_id  INTEGER PRIMARY KEY,
+    embedding BLOB NOT NULL
+);
+-- how many rows chunk_vectors holds, kept by triggers in the transaction that writes them, so
+-- the gate's vector checks and knn's exact-or-quantized choice never count the store (a
+-- count(*) over the vectors reads every row: ~40 ms at 100k). Writers upsert rather than
+-- INSERT OR REPLACE: a REPLACE deletes without firing the delete trigger.
+CREATE TABLE vector_counts (
+    name TEXT PRIMARY KEY,
+    n    INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO vector_counts(name, n) SELECT 'chunk_vectors', count(*) FROM chunk_vectors;
+CREATE TRIGGER chunk_vectors_count_ai AFTER INSERT ON chunk_vectors BEGIN
+    UPDATE vector_counts SET n = n + 1 WHERE name = 'chunk_vectors';
+END;
+CREATE TRIGGER chunk_vectors_count_ad AFTER DELETE ON chunk_vectors BEGIN
+    UPDATE vector_counts SET n = n - 1 WHERE name = 'chunk_vectors';
+END;
 """),
 ]
 

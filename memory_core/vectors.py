@@ -11,22 +11,34 @@ Layout (both tables keyed by `chunks.id`, written and deleted in one transaction
   format sqlite-vec's scalar functions read. A point lookup here is a B-tree seek; in a vec0
   table it costs ~0.22 ms, too slow to rescore a few hundred candidates.
 - `chunks_vec`, vec0 `(part integer partition key, embedding bit[dim])`: one sign bit per
-  dimension, sharded `chunk_id % 8`. vec0's top-k costs grow with k times the rows scanned
-  (k=240 over 100k: 28 ms), so eight per-shard scans with k/8 each (~6 ms) replace one.
+  dimension (48 bytes at 384 dims, 1/32 of the floats), sharded `chunk_id % 64` (meta
+  `vec_shards`). vec0's per-partition top-k costs grow with k times the rows it scans, so
+  many partitions with a small k each are cheaper than few with a large k (1M random bit
+  vectors, 2,048 candidates: 8 shards 717 ms, 64 shards 92 ms).
 
 knn: below EXACT_BELOW vectors, an exact scan of `chunk_vectors` (`vec_distance_cosine`,
-~1.2 µs per 384-dim vector). Above, each shard's nearest by Hamming distance, max(k*8, 128)
-candidates in all, reranked by exact cosine distance: the distances returned are exact.
+~1.2 µs per 384-dim vector). Above, each shard's nearest by Hamming distance, reranked by
+exact cosine distance (the distances returned are exact). Candidates in all: k x 8, at
+least 256, and at least one per 1,000 vectors: with a fixed number, recall falls as the store
+grows, because more vectors crowd each neighbourhood (240 candidates for k=30: recall@10
+0.99 at 100k, 0.82 at 1M). So the candidate rescoring grows with the store, like the Hamming
+scan: the quantized path is linear, at about 1/25 of the exact scan's cost (1M x 384).
 
-The tables are created here, not in a migration: the width comes from config and the
-extension may be missing. The width is recorded in meta `vec_dim`; a table of another
-width is never silently recreated (that would drop every vector): DimensionMismatch says
-to run `memhealth embed --rebuild`.
+The index is created here, not in a migration: the width comes from config and the
+extension may be missing. `chunk_vectors` is a plain table, created by migration 6 with
+`vector_counts`, whose triggers keep its row count on write: `vector_count` (the gate's
+vector checks, knn's exact-or-quantized choice) reads one row instead of counting the store.
+Writers upsert (`ON CONFLICT DO UPDATE`): an INSERT OR REPLACE would delete without firing
+the delete trigger and the count would drift. The width is recorded in meta `vec_dim`; a
+table of another width is never silently recreated (that would drop every vector):
+DimensionMismatch says to run `memhealth embed --rebuild`.
 
 Older stores have only `chunks_vec` as vec0 `float[dim]` ("legacy"). Such a store keeps
 answering (exact vec0 KNN), and `ensure_vec_table` upgrades it in one transaction, without
 re-embedding, on the first ingest that embeds or `memhealth embed`. A width that is not a
-multiple of 8 cannot be bit-quantized by sqlite-vec and keeps the legacy layout.
+multiple of 8 cannot be bit-quantized by sqlite-vec and keeps the legacy layout. A bit
+index of 8 partitions (stores written before 64) keeps answering with its 8 and is
+re-partitioned from `chunk_vectors` by `ensure_vec_table` in the same way.
 
 Deleting chunks: no trigger removes their vectors, because a trigger touching a vec0 table
 would make every chunk delete fail in a process that cannot load sqlite-vec. Ingest calls
@@ -53,14 +65,22 @@ TABLE = "chunks_vec"          # vec0: the bit index (legacy stores: the float ve
 EXACT_TABLE = "chunk_vectors"  # plain table: the float32 vectors knn rescores with
 REBUILD_FIX = "run `memhealth embed --rebuild` to re-embed every chunk at the new width"
 EMBED_TEXT_CHARS = 24000  # the client's first overflow head: longer text would be cut anyway
-SHARDS = 8           # measured at 100k x 384: 8 shards x k=30 take 5.7 ms, 1 x k=240 takes 28 ms
+SHARDS = 64          # partitions of the bit index; see the module docstring (candidates)
+OLD_SHARDS = 8       # stores whose meta has no vec_shards were written with 8
 OVERSAMPLE = 8       # coarse candidates per wanted neighbour
-MIN_CANDIDATES = 128
+MIN_CANDIDATES = 256
+MIN_PER_SHARD = 4    # a floor on each partition's share: the nearest are not spread evenly
+CANDIDATE_SHARE = 1000  # and at least one candidate per this many vectors (recall holds as N grows)
 EXACT_BELOW = 4096   # vectors; exact answers while the scan is cheap (~5 ms at 384 dims)
 _VEC0_MAX_K = 4096   # vec0 refuses a larger k
 _WIDTH = re.compile(r"\b(float|bit)\[(\d+)\]", re.IGNORECASE)
 _EXACT_DDL = (f"CREATE TABLE IF NOT EXISTS {EXACT_TABLE} "
               "(chunk_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+COUNTS = "vector_counts"  # migration 6: chunk_vectors' row count, kept by its triggers
+# an upsert, never INSERT OR REPLACE (see the module docstring: the kept count)
+_UPSERT = (f"INSERT INTO {EXACT_TABLE}(chunk_id, embedding) SELECT ?, ? "
+           f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?) "
+           f"ON CONFLICT(chunk_id) DO UPDATE SET embedding = excluded.embedding")
 
 
 def pack(vector: list[float]) -> bytes:
@@ -163,7 +183,7 @@ def _settled(conn, dim: int) -> bool:
     """Whether the tables at width `dim` are already in the layout `_create` would make."""
     kind = layout(conn)
     if kind == "binary":
-        return _has_exact_table(conn)
+        return _has_exact_table(conn) and shard_count(conn) == SHARDS
     return kind == "legacy" and dim % 8 != 0
 
 
@@ -189,8 +209,10 @@ def ensure_vec_table(conn, dim: int) -> bool:
         elif layout(conn) == "legacy":
             if dim % 8 == 0:
                 _upgrade(conn, dim)
-        else:
+        elif not _has_exact_table(conn):
             conn.execute(_EXACT_DDL)  # an index without its exact table: backfill refills it
+        elif shard_count(conn) != SHARDS:
+            _fill_index(conn, dim)  # an index of 8 partitions (before 64): re-partitioned
     return True
 
 
@@ -205,8 +227,7 @@ def _create(conn, dim: int) -> None:
                      f"distance_metric=cosine)")
     else:
         conn.execute(_EXACT_DDL)
-        conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
-                     f"embedding bit[{dim}])")
+        _fill_index(conn, dim)
     set_meta(conn, "vec_dim", dim)
 
 
@@ -220,14 +241,27 @@ def _upgrade(conn, dim: int) -> None:
     conn.execute("CREATE TEMP TABLE vec_upgrade(chunk_id INTEGER PRIMARY KEY, embedding BLOB)")
     conn.execute(f"INSERT INTO temp.vec_upgrade SELECT rowid, embedding FROM main.{TABLE}")
     conn.execute(_EXACT_DDL)
-    conn.execute(f"INSERT OR REPLACE INTO {EXACT_TABLE}(chunk_id, embedding) SELECT chunk_id, "
-                 f"embedding FROM temp.vec_upgrade WHERE chunk_id IN (SELECT id FROM chunks)")
+    conn.execute(f"INSERT INTO {EXACT_TABLE}(chunk_id, embedding) SELECT chunk_id, embedding "
+                 f"FROM temp.vec_upgrade WHERE chunk_id IN (SELECT id FROM chunks) "
+                 f"ON CONFLICT(chunk_id) DO UPDATE SET embedding = excluded.embedding")
     conn.execute("DROP TABLE temp.vec_upgrade")
-    conn.execute(f"DROP TABLE {TABLE}")
+    _fill_index(conn, dim)
+
+
+def _fill_index(conn, dim: int) -> None:
+    """(Re)create the bit index at SHARDS partitions from the exact vectors."""
+    conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
     conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING vec0(part integer partition key, "
                  f"embedding bit[{int(dim)}])")
     conn.execute(f"INSERT INTO {TABLE}(rowid, part, embedding) SELECT chunk_id, "
                  f"chunk_id % {SHARDS}, vec_quantize_binary(embedding) FROM {EXACT_TABLE}")
+    set_meta(conn, "vec_shards", SHARDS)
+
+
+def shard_count(conn) -> int:
+    """How many partitions the store's bit index has (meta `vec_shards`; older stores: 8)."""
+    value = get_meta(conn, "vec_shards")
+    return int(value) if value and value.isdigit() else OLD_SHARDS
 
 
 def rebuild(conn, dim: int) -> bool:
@@ -236,7 +270,9 @@ def rebuild(conn, dim: int) -> bool:
         return False
     with _tx(conn):
         conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
-        conn.execute(f"DROP TABLE IF EXISTS {EXACT_TABLE}")
+        if _has_exact_table(conn):
+            # emptied, not dropped: dropping would take migration 6's count triggers with it
+            conn.execute(f"DELETE FROM {EXACT_TABLE}")
         _create(conn, dim)
     return True
 
@@ -260,6 +296,7 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
     stored = refused = 0
     with _tx(conn):
         legacy = layout(conn) == "legacy"
+        shards = shard_count(conn)
         for chunk_id, vector in pairs:
             if len(vector) != dim or not all(math.isfinite(x) for x in vector):
                 refused += 1
@@ -273,24 +310,42 @@ def store(conn, pairs: Iterable[tuple[int, list[float]]]) -> tuple[int, int]:
                     f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
                     (chunk_id, blob, chunk_id))
             else:
-                cur = conn.execute(
-                    f"INSERT OR REPLACE INTO {EXACT_TABLE}(chunk_id, embedding) SELECT ?, ? "
-                    f"WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
-                    (chunk_id, blob, chunk_id))
+                cur = conn.execute(_UPSERT, (chunk_id, blob, chunk_id))
                 if cur.rowcount > 0:
                     conn.execute(f"DELETE FROM {TABLE} WHERE rowid = ?", (chunk_id,))
                     conn.execute(f"INSERT INTO {TABLE}(rowid, part, embedding) "
                                  f"VALUES (?, ?, vec_quantize_binary(?))",
-                                 (chunk_id, chunk_id % SHARDS, blob))
+                                 (chunk_id, chunk_id % shards, blob))
             stored += max(cur.rowcount, 0)
     return stored, refused
 
 
 def vector_count(conn) -> int | None:
-    """Vectors in the index, without loading the extension: from vec0's rowid shadow table (a
-    count over the exact table would read every 1.5 KB row: ~40 ms at 100k). A store whose
-    vec0 table has no shadow table answers only with sqlite-vec loaded; None when there is no
-    vector table or it cannot be read here."""
+    """Vectors in the store, without loading the extension and without counting: the kept
+    count of `chunk_vectors` (migration 6) in the binary layout. A legacy store (one vec0 float
+    table) is counted from vec0's rowid shadow table, or with sqlite-vec loaded when it has
+    none. None when there is no vector table or it cannot be read here."""
+    kind = layout(conn)
+    if kind is None:
+        return None
+    if kind == "binary":
+        kept = _kept_count(conn)
+        if kept is not None:
+            return kept
+    return _counted(conn)
+
+
+def _kept_count(conn) -> int | None:
+    try:
+        row = conn.execute(f"SELECT n FROM {COUNTS} WHERE name = ?", (EXACT_TABLE,)).fetchone()
+    except sqlite3.Error:  # a store opened without migrating (connect(migrate=False))
+        return None
+    return None if row is None else int(row[0])
+
+
+def _counted(conn) -> int | None:
+    """The index's rows, counted: O(vectors), for stores without a kept count and the
+    gate's once-a-day check of the kept one."""
     for table in (f"{TABLE}_rowids", TABLE):
         try:
             return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -303,19 +358,31 @@ _LEGACY_KNN = (f"SELECT rowid, distance FROM {TABLE} WHERE embedding MATCH ? AND
                f"ORDER BY distance")
 _EXACT_KNN = (f"SELECT chunk_id, vec_distance_cosine(embedding, ?) AS d FROM {EXACT_TABLE} "
               f"ORDER BY d, chunk_id LIMIT ?")
-# ?1 query vector, ?2 candidates per shard, ?3 k. The IN list drives rowid seeks into the
-# exact table, so only the candidates' float vectors are read.
-_FAST_KNN = (f"SELECT chunk_id, vec_distance_cosine(embedding, ?1) AS d FROM {EXACT_TABLE} "
-             f"WHERE chunk_id IN ("
-             + " UNION ALL ".join(f"SELECT rowid FROM {TABLE} WHERE embedding MATCH "
-                                  f"vec_quantize_binary(?1) AND k = ?2 AND part = {p}"
-                                  for p in range(SHARDS))
-             + ") ORDER BY d, chunk_id LIMIT ?3")
+_FAST_KNN: dict[int, str] = {}
 
 
-def candidates_per_shard(k: int) -> int:
-    """How many Hamming-nearest vectors the fast path takes from each shard for `k`."""
-    return -(-max(k * OVERSAMPLE, MIN_CANDIDATES) // SHARDS)
+def _fast_knn(shards: int) -> str:
+    """The quantized query for an index of `shards` partitions. ?1 query vector, ?2 candidates
+    per shard, ?3 k. The IN list drives rowid seeks into the exact table, so only the
+    candidates' float vectors are read."""
+    sql = _FAST_KNN.get(shards)
+    if sql is None:
+        sql = _FAST_KNN[shards] = (
+            f"SELECT chunk_id, vec_distance_cosine(embedding, ?1) AS d FROM {EXACT_TABLE} "
+            f"WHERE chunk_id IN ("
+            + " UNION ALL ".join(f"SELECT rowid FROM {TABLE} WHERE embedding MATCH "
+                                 f"vec_quantize_binary(?1) AND k = ?2 AND part = {p}"
+                                 for p in range(shards))
+            + ") ORDER BY d, chunk_id LIMIT ?3")
+    return sql
+
+
+def candidates_per_shard(k: int, vectors: int = 0, shards: int = SHARDS) -> int:
+    """How many Hamming-nearest vectors the fast path takes from each of `shards` partitions
+    for `k` neighbours among `vectors`: k x OVERSAMPLE, at least MIN_CANDIDATES and one per
+    CANDIDATE_SHARE vectors in all, at least MIN_PER_SHARD from each partition."""
+    total = max(k * OVERSAMPLE, MIN_CANDIDATES, -(-vectors // CANDIDATE_SHARE))
+    return max(-(-total // shards), MIN_PER_SHARD)
 
 
 def knn(conn, vector: list[float], k: int, *, exact: bool | None = None) -> list[tuple[int, float]]:
@@ -332,14 +399,15 @@ def knn(conn, vector: list[float], k: int, *, exact: bool | None = None) -> list
         if layout(conn) == "legacy":
             rows = conn.execute(_LEGACY_KNN, (blob, k)).fetchall()
         else:
-            per_shard = candidates_per_shard(k)
+            count = vector_count(conn) or 0
+            shards = shard_count(conn)
+            per_shard = candidates_per_shard(k, count, shards)
             if exact is None:
-                count = vector_count(conn)
-                exact = count is not None and count < EXACT_BELOW
+                exact = count < EXACT_BELOW
             if exact or per_shard > _VEC0_MAX_K:
                 rows = conn.execute(_EXACT_KNN, (blob, k)).fetchall()
             else:
-                rows = conn.execute(_FAST_KNN, (blob, per_shard, k)).fetchall()
+                rows = conn.execute(_fast_knn(shards), (blob, per_shard, k)).fetchall()
     return [(int(r), float(d)) for r, d in rows]
 
 
@@ -397,7 +465,8 @@ def delete_for_chunks(conn, ids: Iterable[int]) -> int:
 
 def prune_orphans(conn) -> int:
     """Delete vectors whose chunk is gone (deleted by a process without sqlite-vec), and
-    index entries without an exact vector; returns how many ids were cleaned."""
+    index entries without an exact vector, then set the kept count from a real count;
+    returns how many ids were cleaned."""
     if _ready(conn) is None:
         return 0
     if layout(conn) == "legacy":
@@ -408,8 +477,45 @@ def prune_orphans(conn) -> int:
         f"SELECT chunk_id FROM {EXACT_TABLE} WHERE chunk_id NOT IN (SELECT id FROM chunks)")}
     orphans.update(r[0] for r in conn.execute(
         f"SELECT rowid FROM {TABLE} WHERE rowid NOT IN (SELECT chunk_id FROM {EXACT_TABLE})"))
-    delete_for_chunks(conn, sorted(orphans))
+    with _tx(conn):
+        delete_for_chunks(conn, sorted(orphans))
+        recount(conn)
     return len(orphans)
+
+
+def recount(conn) -> int | None:
+    """Set the kept count from a real count of `chunk_vectors` (O(vectors)); the repair
+    `memhealth embed` runs (through prune_orphans) when the gate finds the count out of
+    step. None when the store has no kept count (not migrated)."""
+    if not _has_counts_table(conn):
+        return None
+    with _tx(conn):
+        (n,) = conn.execute(f"SELECT count(*) FROM {EXACT_TABLE}").fetchone()
+        conn.execute(f"INSERT INTO {COUNTS}(name, n) VALUES (?, ?) "
+                     f"ON CONFLICT(name) DO UPDATE SET n = excluded.n", (EXACT_TABLE, n))
+    return n
+
+
+def _has_counts_table(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (COUNTS,)).fetchone() is not None
+
+
+def count_check(conn) -> tuple[int, int] | None:
+    """(kept count, the bit index's rows counted) for the binary layout, or None (another
+    layout, no kept count, no index). O(vectors) over vec0's small rowid table (~100 bytes
+    a row, no extension needed): the gate runs it with its once-a-day full scans. Unequal
+    means the kept count drifted or the index and the exact table are out of step; both
+    are repaired by `memhealth embed` (prune_orphans, then recount)."""
+    if layout(conn) != "binary":
+        return None
+    kept = _kept_count(conn)
+    if kept is None:
+        return None
+    try:
+        (counted,) = conn.execute(f"SELECT count(*) FROM {TABLE}_rowids").fetchone()
+    except sqlite3.Error:
+        return None
+    return kept, counted
 
 
 class Backfill:

@@ -16,7 +16,7 @@ import sys
 from memory_core import docfreq
 from memory_core.db import sqlite3, write
 from memory_core.meta import set_meta
-from memory_core.vectors import vector_count
+from memory_core.vectors import count_check, vector_count
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 from telemetry.slo import EXPORT_MAX_LAG_S  # shared with the MemhealthExporterDown rule
 
@@ -232,6 +232,10 @@ def index_integrity(ev) -> CheckResult:
             return red(f"PRAGMA quick_check: {'; '.join(str(r) for r in verdict[:3])}",
                        f"restore {ev.db_path} from a backup, or move it aside and run `memhealth ingest` "
                        "(memory is rebuilt from its sources; history is lost)")
+        vec_kept = count_check(conn)  # the kept vector count against the index's rows, counted
+        if vec_kept is not None and vec_kept[0] != vec_kept[1]:
+            problems.append((f"the kept vector count says {vec_kept[0]} but the vector index holds "
+                             f"{vec_kept[1]} rows", "memhealth embed (prunes orphan vectors, then recounts)"))
         if chunks <= FTS_FULL_CHECK_MAX_CHUNKS:
             try:
                 # rank 1: compare the index with the external content table, not only itself

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from memory_core.db import write
 from probes import checks, gate, novelty
 from probes.result import RED, CheckResult
 from tests.gate_helpers import (
@@ -106,6 +107,34 @@ def test_vector_coverage_below_the_minimum_is_red_and_full_coverage_is_green(pro
     assert checks.vector_coverage(evidence(root, conn, cfg=cfg)).status == "green"
 
 
+def _binary_vectors(conn, n: int) -> list[int]:
+    """`n` chunks with 8-d vectors in the quantized layout, through the real write path."""
+    from memory_core import vectors
+    from tests.ollama_standin import vector
+
+    assert vectors.ensure_vec_table(conn, 8) and vectors.layout(conn) == "binary"
+    add_chunk(conn, n)
+    ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")]
+    assert vectors.store(conn, [(i, vector(str(i), 8)) for i in ids]) == (n, 0)
+    return ids
+
+
+def test_vector_coverage_reads_the_kept_count_of_the_quantized_layout(proj):
+    root, conn = proj
+    from memory_core import vectors
+
+    ids = _binary_vectors(conn, 4)
+    with write(conn):
+        conn.execute("DELETE FROM chunks WHERE id = ?", (ids[0],))
+        vectors.delete_for_chunks(conn, [ids[0]])
+    add_chunk(conn, 1, content="not embedded yet")
+    cfg = _embedding_cfg(root, dim=8)
+    r = checks.vector_coverage(evidence(root, conn, cfg=cfg))
+    assert r.status == "red" and "3/4 chunks" in r.detail  # 3 kept vectors, 4 chunks
+    vectors.store(conn, [(max(ids) + 1, [0.5] * 8)])
+    assert checks.vector_coverage(evidence(root, conn, cfg=cfg)).detail.startswith("4/4 chunks")
+
+
 # -- capture queue, lineage -------------------------------------------------------------------
 
 def test_capture_queue_reads_the_pending_count_and_turns_red_over_the_max(proj):
@@ -194,6 +223,27 @@ def test_the_gate_reads_the_same_at_four_times_the_chunks(tmp_path, monkeypatch)
         cost[n] = steps[0]
         conn.close()
     assert cost[12_000] < 1.3 * cost[3_000], cost
+def test_vector_parity_is_red_for_orphan_vectors_and_the_kept_count_is_checked_daily(proj):
+    root, conn = proj
+    from memory_core import vectors
+
+    ids = _binary_vectors(conn, 5)
+    r = checks.index_integrity(evidence(root, conn))
+    assert r.status == "green" and r.detail.endswith("parity ok (5 chunks, 5 vectors)")
+    conn.execute("DELETE FROM chunks WHERE id IN (?, ?)", ids[:2])  # a process without sqlite-vec
+    r = checks.index_integrity(evidence(root, conn, now=T0 + 60))
+    assert r.status == "red" and "2 more vectors than chunks" in r.detail and r.fix.startswith("memhealth embed")
+    assert vectors.prune_orphans(conn) == 2  # what `memhealth embed` runs first
+    assert checks.index_integrity(evidence(root, conn, now=T0 + 120)).status == "green"
+    conn.execute("UPDATE vector_counts SET n = n - 1")  # the kept count drifts below the truth
+    # parity (every run) cannot see a count that is too low; the daily full check does
+    assert checks.index_integrity(evidence(root, conn, now=T0 + 180)).status == "green"
+    r = checks.index_integrity(evidence(root, conn, now=T0 + 2 * DAY))
+    assert r.status == "red" and "kept vector count says 2 but the vector index holds 3" in r.detail
+    assert r.fix.startswith("memhealth embed")
+    vectors.prune_orphans(conn)
+    r = checks.index_integrity(evidence(root, conn, now=T0 + 3 * DAY))
+    assert r.status == "green" and r.detail.endswith("(3 chunks, 3 vectors)")
 
 
 # -- memory files ----------------------------------------------------------------------------

@@ -60,6 +60,10 @@ def test_a_replaced_doc_takes_its_old_vectors_with_it(tmp_path):
     assert vectors.coverage(conn) == (2, 2)
     orphans = conn.execute("SELECT count(*) FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks)")
     assert orphans.fetchone()[0] == 0
+    # the exact table and the index moved together, and the kept count with them (migration 6)
+    assert conn.execute("SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)"
+                        ).fetchone()[0] == 0
+    assert vectors.count_check(conn) == (2, 2) and vectors.vector_count(conn) == 2
 
 
 
