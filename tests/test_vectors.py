@@ -408,11 +408,11 @@ def test_a_store_written_before_migration_6_gets_its_count_and_keeps_its_vectors
     corpus, queries = clustered(600, 5)
     ids = fill(conn, corpus)
     before = [vectors.knn(conn, q, 10) for q in queries]
-    # as the store was before migration 6: the vector tables, no kept count, schema v4
+    # as the store was before migration 6: the vector tables, no kept count, schema v5
     conn.execute("DROP TRIGGER chunk_vectors_count_ai")
     conn.execute("DROP TRIGGER chunk_vectors_count_ad")
     conn.execute("DROP TABLE vector_counts")
-    conn.execute("PRAGMA user_version = 4")
+    conn.execute("PRAGMA user_version = 5")
     conn.close()
 
     conn = db.connect(path)  # migrates
