@@ -51,7 +51,9 @@ def _load(path: str):
 
 
 def _rules() -> list[dict]:
-    return [r for g in _load("alerts/memhealth.rules.yaml")["groups"] for r in g["rules"]]
+    """Every rule shipped: the rules file, and the team topology's central-only file."""
+    return [r for path in ("alerts/memhealth.rules.yaml", "compose/team/central.rules.yaml")
+            for g in _load(path)["groups"] for r in g["rules"]]
 
 
 def _alert_rules() -> list[dict]:

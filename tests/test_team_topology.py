@@ -461,7 +461,7 @@ def test_team_compose_profiles_mount_existing_paths_and_bind_loopback_by_default
     # one source each: the repo's rules and dashboards, the single-machine Collector and Tempo
     assert {"alerts", "dashboards", "compose/otel-collector.yaml", "compose/tempo.yaml",
             "compose/team/alertmanager.yml", "compose/team/prometheus-central.yml",
-            "compose/team/prometheus-agent.yml"} <= mounted
+            "compose/team/prometheus-agent.yml", "compose/team/central.rules.yaml"} <= mounted
     central = services["prometheus"]["command"]
     assert "--web.enable-remote-write-receiver" in central
     assert "--enable-feature=exemplar-storage,otlp-write-receiver" in central
@@ -481,7 +481,8 @@ def test_team_prometheus_configs_pass_promtool(tmp_path, name):
     with open(os.path.join(REPO, "compose", "team", name), encoding="utf-8") as fh:
         text = fh.read()
     path = tmp_path / name
-    path.write_text(text.replace("/etc/memhealth/alerts/", os.path.join(REPO, "alerts") + "/"))
+    path.write_text(text.replace("/etc/memhealth/alerts/", os.path.join(REPO, "alerts") + "/")
+                    .replace("/etc/memhealth/central/", os.path.join(REPO, "compose", "team") + "/"))
     proc = subprocess.run([promtool, "check", "config", str(path)], capture_output=True,
                           text=True, timeout=30)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -541,3 +542,50 @@ def test_parallel_deliveries_to_one_route_never_page_past_the_budget(tmp_path):
             assert sorted(decisions) == ["folded"] * 10 + ["paged"] * 2, route
     finally:
         app.kill()
+
+
+def test_the_alert_budget_down_pages_outside_the_budget(tmp_path):
+    """Every central receiver is the alert budget: its own death must fire (promtool runs the
+    shipped central rule, over a down target and over a missing job) and be routed to the
+    serve-down receiver outside it, whatever team label it carries (amtool)."""
+    promtool, amtool = require_binary("promtool"), require_binary("amtool")
+    rules = os.path.join(REPO, "compose", "team", "central.rules.yaml")
+    (tmp_path / "central.rules.yaml").write_text(open(rules, encoding="utf-8").read())
+    up = 'up{job="memhealth-alert-budget", instance="alert-budget:9464"}'
+    labels = {"alertname": "MemhealthAlertBudgetDown", "severity": "critical",
+              "component": "alert-budget"}
+    tests = {"rule_files": ["central.rules.yaml"], "evaluation_interval": "1m", "tests": [
+        {"interval": "1m", "input_series": [{"series": up, "values": "1 1 0 0 0 0 1 1"}],
+         "alert_rule_test": [
+             {"eval_time": "1m", "alertname": "MemhealthAlertBudgetDown", "exp_alerts": []},
+             {"eval_time": "4m", "alertname": "MemhealthAlertBudgetDown", "exp_alerts": [{
+                 "exp_labels": {**labels, "job": "memhealth-alert-budget",
+                                "instance": "alert-budget:9464"},
+                 "exp_annotations": _annotations(rules)}]},
+             {"eval_time": "7m", "alertname": "MemhealthAlertBudgetDown", "exp_alerts": []}]},
+        # a central Prometheus that does not scrape the budget at all (a config lost its job)
+        {"interval": "1m", "input_series": [{"series": 'up{job="memhealth"}', "values": "1x5"}],
+         "alert_rule_test": [
+             {"eval_time": "3m", "alertname": "MemhealthAlertBudgetDown", "exp_alerts": [{
+                 "exp_labels": {**labels, "job": "memhealth-alert-budget"},
+                 "exp_annotations": _annotations(rules)}]}]},
+    ]}
+    (tmp_path / "central.test.yaml").write_text(yaml.safe_dump(tests))
+    proc = subprocess.run([promtool, "test", "rules", "central.test.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = os.path.join(REPO, "compose", "team", "alertmanager.yml")
+    for extra in ([], ["team=team-a"]):
+        routed = subprocess.run([amtool, "config", "routes", "test", f"--config.file={config}",
+                                 "alertname=MemhealthAlertBudgetDown", "severity=critical", *extra],
+                                capture_output=True, text=True, timeout=30)
+        assert routed.stdout.split() == ["budget-down"], routed.stdout + routed.stderr
+    receivers = {r["name"]: r for r in yaml.safe_load(open(config, encoding="utf-8"))["receivers"]}
+    (hook,) = receivers["budget-down"]["webhook_configs"]
+    assert "alert-budget" not in hook["url"]  # outside the budget, the serve-down check
+
+
+def _annotations(path: str) -> dict:
+    (group,) = yaml.safe_load(open(path, encoding="utf-8"))["groups"]
+    (rule,) = group["rules"]
+    return rule["annotations"]

@@ -12,7 +12,8 @@ rules), `alerts` (alerting rules), `alertmanager` (routing), `promtool` (rule un
 
 Generated (and checked for freshness): dashboards/*.json, alerts/memhealth.rules.yaml,
 alerts/tests/*.test.yaml, alerts/alertmanager.yml, compose/alertmanager.yml, and the team
-topology's compose/team/alertmanager.yml and compose/team/alert-budget.env. Hand-written and
+topology's compose/team/alertmanager.yml, compose/team/central.rules.yaml and
+compose/team/alert-budget.env. Hand-written and
 committed as they are: alerts/runbook.md, dashboards/provisioning/, the rest of compose/.
 """
 
@@ -33,7 +34,7 @@ from telemetry.artifacts.alertmanager import (
     check_teams,
     team_alertmanager_config,
 )
-from telemetry.artifacts.alerts import alerts, rule_groups
+from telemetry.artifacts.alerts import alerts, central_rule_groups, rule_groups
 from telemetry.artifacts.dashboards import dashboards
 from telemetry.artifacts.promtool import promtool_tests
 from telemetry.artifacts.recording import recorded_names
@@ -90,7 +91,9 @@ def artifacts(options: Options | None = None) -> dict[str, str]:
         alertmanager_config(COMPOSE_SERVE_URL, opts.watchdog_url, opts.serve_down_url))
     # the team topology's central side: per-team routes into the central alert budget
     files["compose/team/alertmanager.yml"] = to_yaml(
-        team_alertmanager_config(opts.teams, watchdog_url=opts.watchdog_url))
+        team_alertmanager_config(opts.teams, watchdog_url=opts.watchdog_url,
+                                 serve_down_url=opts.serve_down_url))
+    files["compose/team/central.rules.yaml"] = to_yaml({"groups": central_rule_groups(opts.runbook_url)})
     files["compose/team/alert-budget.env"] = budget_env(opts.teams)
     return files
 

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import re
 
-from telemetry.artifacts.alerts import GATE_CHECK_ALERT, TARGET_DOWN_ALERT, WATCHDOG_ALERT
+from telemetry.artifacts.alerts import (
+    BUDGET_DOWN_ALERT,
+    GATE_CHECK_ALERT,
+    TARGET_DOWN_ALERT,
+    WATCHDOG_ALERT,
+)
 from telemetry.artifacts.promql import TOPOLOGY_LABELS
 
 SERVE_URL = "http://127.0.0.1:9464/alerts"
@@ -121,7 +126,8 @@ def check_teams(teams: tuple[str, ...]) -> None:
 
 
 def team_alertmanager_config(teams: tuple[str, ...] = TEAMS, url: str = BUDGET_URL,
-                             watchdog_url: str = WATCHDOG_URL) -> dict:
+                             watchdog_url: str = WATCHDOG_URL,
+                             serve_down_url: str = SERVE_DOWN_URL) -> dict:
     """The central Alertmanager of a team topology: the single-machine routing, with one
     subtree per `team` label whose page and ticket receivers are that team's budget routes.
 
@@ -139,6 +145,13 @@ def team_alertmanager_config(teams: tuple[str, ...] = TEAMS, url: str = BUDGET_U
     # it follows its severity like any other alert, inside the team's budget
     routes.remove(generic["serve-down"])
     config["receivers"] = [r for r in config["receivers"] if r["name"] != "serve-down"]
+    # the alert budget itself down: no route through it can page, so it goes outside, to the
+    # serve-down check, ahead of every team's subtree
+    routes.insert(routes.index(generic["watchdog"]) + 1, {
+        "receiver": "budget-down", "matchers": [f'alertname="{BUDGET_DOWN_ALERT}"'],
+        "group_wait": "0s", "repeat_interval": "1h"})
+    config["receivers"].append({"name": "budget-down", "webhook_configs": [
+        {"url": serve_down_url, "send_resolved": False, "max_alerts": 0}]})
     at = routes.index(generic["page"])
     for team in teams:
         routes.insert(at, {

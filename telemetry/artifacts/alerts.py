@@ -38,6 +38,8 @@ from telemetry.slo import (
 
 GATE_CHECK_ALERT = "MemhealthGateCheckRed"
 TARGET_DOWN_ALERT = "MemhealthTargetDown"
+BUDGET_DOWN_ALERT = "MemhealthAlertBudgetDown"
+BUDGET_JOB = "memhealth-alert-budget"  # compose/team/prometheus-central.yml's scrape of it
 WATCHDOG_ALERT = "MemhealthWatchdog"
 
 
@@ -247,6 +249,27 @@ def alerts() -> list[Alert]:
               "incident when it stops arriving."),
     ]
     return out
+
+
+def central_alerts() -> list[Alert]:
+    """The team topology's central side only (compose/team/central.rules.yaml): every central
+    receiver is the alert budget, so while it is down no team is paged, and nothing else
+    says so."""
+    return [
+        Alert(BUDGET_DOWN_ALERT,
+              f'up{{job="{BUDGET_JOB}"}} == 0 or absent(up{{job="{BUDGET_JOB}"}})',
+              "critical", "alert-budget",
+              "the team's central alert budget cannot be scraped: no team can be paged",
+              "Every receiver of the central Alertmanager is the alert budget (a memhealth serve "
+              "of its own). While it is down, deliveries to it fail and every team's pages are "
+              "lost, so this alert is routed to the receiver outside it (the serve-down check).",
+              for_="2m"),
+    ]
+
+
+def central_rule_groups(runbook_url: str) -> list[dict]:
+    """compose/team/central.rules.yaml: loaded by the central Prometheus beside the rules file."""
+    return [{"name": "memhealth-central", "rules": [a.rule(runbook_url) for a in central_alerts()]}]
 
 
 def rule_groups(runbook_url: str) -> list[dict]:
