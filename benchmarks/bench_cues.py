@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 from common import FLOOR_CMD as FLOOR
-from common import floor, memhealth_cmd, row, summary, time_cmd
+from common import compile_packages, floor, memhealth_cmd, row, summary, time_cmd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -197,20 +197,10 @@ def evaluation_set(tmp: str) -> dict:
     return cue_evalset.score(events, fired)
 
 
-def _compile_packages() -> None:
-    """Byte-compile the packages as `pip install` does: with PYTHONDONTWRITEBYTECODE set (as
-    on this project's box) a module never imported from an installed wheel would be compiled
-    from source by every hook process, and a new module would look slower than it is."""
-    dirs = [os.path.join(REPO, d) for d in ("memhealth", "memory_core", "probes", "telemetry")]
-    # not the sample project: it is data the demo copies, and the wheel test lists its files
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "-x", "sample_project", *dirs], check=True,
-                   capture_output=True)
-
-
 def bench(quick: bool = False) -> list[dict]:
     repeat = 9 if quick else 25
     out = []
-    _compile_packages()
+    compile_packages()
     with tempfile.TemporaryDirectory() as tmp:
         base = summary(floor(repeat))
         out.append(row("floor: python -c 'import sqlite3, json'", base["median"] * 1000, "ms",

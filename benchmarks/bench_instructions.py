@@ -9,7 +9,6 @@ non-intent prompt, and `memhealth gate` (BM25-only), each against
 
 from __future__ import annotations
 
-import compileall
 import json
 import os
 import re
@@ -18,11 +17,10 @@ import subprocess
 import sys
 import tempfile
 
-from common import memhealth_cmd, row
+from common import compile_packages, memhealth_cmd, row
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-PACKAGES = ("memory_core", "probes", "telemetry", "memhealth")
 
 
 def instructions(cmd: list[str], stdin: bytes = b"", cwd: str | None = None) -> int:
@@ -37,8 +35,7 @@ def instructions(cmd: list[str], stdin: bytes = b"", cwd: str | None = None) -> 
 def bench(quick: bool = False) -> list[dict]:
     if shutil.which("valgrind") is None:
         return [row("instruction counts", 0, "skipped", note="valgrind not installed")]
-    for package in PACKAGES:  # not the sample project: it is data the wheel test lists
-        compileall.compile_dir(os.path.join(REPO, package), quiet=1, rx=re.compile("sample_project"))
+    compile_packages()
     cmd = memhealth_cmd()
     with tempfile.TemporaryDirectory() as root:
         subprocess.run(cmd + ["init", "--project", root], check=True, capture_output=True)

@@ -42,7 +42,7 @@ for _p in (HERE, REPO):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from common import floor, memhealth_cmd, pct, row, seed_chunks, summary, time_cmd  # noqa: E402
+from common import compile_packages, floor, memhealth_cmd, pct, row, seed_chunks, summary, time_cmd  # noqa: E402
 
 QUICK_SIZES = (10_000, 100_000)
 FULL_SIZES = (10_000, 100_000, 1_000_000)
@@ -250,6 +250,7 @@ FIGURES = [  # (key, name, unit, bounded: a figure on the hook or gate path that
 def bench(quick: bool = False, vectors: bool = True) -> list[dict]:
     sizes = QUICK_SIZES if quick else FULL_SIZES
     out = []
+    compile_packages()  # hook figures as an install runs them, not compiling per process
     tmp = tempfile.mkdtemp(prefix="memhealth-bench-scale-", dir="/tmp")
     try:
         base = summary(floor(9 if quick else 15))["median"]

@@ -46,16 +46,21 @@ def scope_key(sources) -> str:
     return ",".join(sorted(set(sources))) if sources else ALL
 
 
+def _kept(conn, column: str, sources) -> int:
+    """sum(`column`) of chunk_counts over `sources` (every source when empty)."""
+    if not sources:
+        row = conn.execute(f"SELECT sum({column}) FROM chunk_counts").fetchone()
+    else:
+        marks = ",".join("?" * len(sources))
+        row = conn.execute(f"SELECT sum({column}) FROM chunk_counts WHERE source IN ({marks})",
+                           tuple(sources)).fetchone()
+    return int(row[0] or 0)
+
+
 def chunk_count(conn, sources=None) -> int:
     """Chunks in the store, or from `sources`: a read of the kept counts."""
     try:
-        if not sources:
-            row = conn.execute("SELECT sum(n) FROM chunk_counts").fetchone()
-        else:
-            marks = ",".join("?" * len(sources))
-            row = conn.execute(f"SELECT sum(n) FROM chunk_counts WHERE source IN ({marks})",
-                               tuple(sources)).fetchone()
-        return int(row[0] or 0)
+        return _kept(conn, "n", sources)
     except conn.Error:  # a store not migrated here (read-only, older schema): count it
         return fts.chunk_count(conn, sources)
 
@@ -71,14 +76,9 @@ def counts_by_source(conn) -> list[tuple[str, int]]:
 
 
 def _changes(conn, sources) -> int | None:
+    """The change counter of `sources`; None on a store without kept counts."""
     try:
-        if not sources:
-            row = conn.execute("SELECT sum(changes) FROM chunk_counts").fetchone()
-        else:
-            marks = ",".join("?" * len(sources))
-            row = conn.execute(f"SELECT sum(changes) FROM chunk_counts WHERE source IN ({marks})",
-                               tuple(sources)).fetchone()
-        return int(row[0] or 0)
+        return _kept(conn, "changes", sources)
     except conn.Error:
         return None
 

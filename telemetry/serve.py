@@ -371,32 +371,38 @@ class Serve(ServeThreads):
         return self.intake.receive(body)
 
 
+class ServeHandler(BaseHTTPRequestHandler):
+    """What serve's and serve --all's request handlers share: no access log, a socket
+    timeout, and one way to answer (a body with its length; none for HEAD)."""
+
+    server_version = "memhealth"
+    timeout = REQUEST_SOCKET_TIMEOUT_S
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code: int, body: bytes, content_type: str = "application/json",
+              headers: dict | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, code: int, obj) -> None:
+        self._send(code, (json.dumps(obj, default=str) + "\n").encode("utf-8"))
+
+    def _console(self, result: tuple[int, dict, bytes]) -> None:
+        code, headers, body = result
+        headers = dict(headers)
+        self._send(code, body, headers.pop("Content-Type"), headers)
+
+
 def _handler(app: Serve):
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "memhealth"
-        timeout = REQUEST_SOCKET_TIMEOUT_S
-
-        def log_message(self, *args):
-            pass
-
-        def _send(self, code: int, body: bytes, content_type: str = "application/json",
-                  headers: dict | None = None) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        def _json(self, code: int, obj) -> None:
-            self._send(code, (json.dumps(obj, default=str) + "\n").encode("utf-8"))
-
-        def _console(self, result: tuple[int, dict, bytes]) -> None:
-            code, headers, body = result
-            headers = dict(headers)
-            self._send(code, body, headers.pop("Content-Type"), headers)
+    class Handler(ServeHandler):
 
         def do_GET(self):
             path, _, query = self.path.partition("?")

@@ -13,11 +13,9 @@ no other. Single-project serve and the shared pieces: telemetry/serve.py.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 
 from memory_core.db import connect
 from memory_core.errors import StoreError
@@ -25,7 +23,7 @@ from telemetry.alert_intake import MAX_ALERT_BODY, AlertIntake, Sink, bounded, p
 from telemetry.collector import StoreCollector
 from telemetry.errors import TelemetryError
 from telemetry.serve import (
-    REQUEST_SOCKET_TIMEOUT_S,
+    ServeHandler,
     ServeThreads,
     find_default_probe,
     runbook_page,
@@ -559,35 +557,10 @@ class MultiServe(ServeThreads):
 def _multi_handler(app: MultiServe):
     from telemetry.console import MAX_FORM_BODY, SECURITY_HEADERS
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "memhealth"
-        timeout = REQUEST_SOCKET_TIMEOUT_S
-
-        def log_message(self, *args):
-            pass
-
-        def _send(self, code: int, body: bytes, content_type: str = "application/json",
-                  headers: dict | None = None) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        def _json(self, code: int, obj) -> None:
-            self._send(code, (json.dumps(obj, default=str) + "\n").encode("utf-8"))
-
+    class Handler(ServeHandler):
         def _text(self, code: int, line: str, headers: dict | None = None) -> None:
             self._send(code, (line + "\n").encode("utf-8"), "text/plain; charset=utf-8",
                        {**SECURITY_HEADERS, **(headers or {})})
-
-        def _console(self, result: tuple[int, dict, bytes]) -> None:
-            code, headers, body = result
-            headers = dict(headers)
-            self._send(code, body, headers.pop("Content-Type"), headers)
 
         def _project(self, path: str, query: str):
             """(target, console path) for /p/<name>/...; None after answering it (404, redirect)."""

@@ -10,13 +10,14 @@ import socket
 import sqlite3
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
 import pytest
 import yaml
 
-from tests.conftest import REPO, payload, require_binary, run_cli, run_hook, stop_process
+from tests.conftest import REPO, clean_env, payload, require_binary, run_cli, run_hook, stop_process
 from tests.test_serve import ServeProcess
 
 RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
@@ -68,30 +69,21 @@ def wait_for(what: str, check, timeout: float = 20.0, interval: float = 0.25):
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
-class Prometheus:
-    """`prometheus` on 127.0.0.1:<free port> scraping one target every second."""
+class PrometheusProcess:
+    """A Prometheus process on 127.0.0.1:<free port> with its own config, data dir and log."""
 
-    def __init__(self, tmp_path, target: str):
+    def __init__(self, workdir, config: dict, *flags: str, env: dict | None = None):
         binary = require_binary("prometheus")
+        workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
-                       "scrape_timeout": "900ms"},
-            "rule_files": [RULES],
-            "scrape_configs": [{"job_name": "memhealth",
-                                "static_configs": [{"targets": [target]}]}],
-        }
-        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self.log = open(tmp_path / "prometheus.log", "wb")
+        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        self.log = open(workdir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
-            [binary, f"--config.file={tmp_path / 'prometheus.yml'}",
-             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{self.port}",
-             # as compose runs it: exemplars (trace ids) from the OpenMetrics scrape are kept
-             "--enable-feature=exemplar-storage"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for("prometheus /-/ready", self._ready, timeout=20)
+            [binary, f"--config.file={workdir / 'prometheus.yml'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", *flags],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env or clean_env())
+        wait_for(f"prometheus in {workdir.name} /-/ready", self._ready, timeout=20)
 
     def _ready(self) -> bool:
         if self.proc.poll() is not None:
@@ -104,7 +96,7 @@ class Prometheus:
         with open(self.log.name, encoding="utf-8", errors="replace") as fh:
             return fh.read()[-3000:]
 
-    def query(self, expr: str) -> dict:
+    def answer(self, expr: str) -> dict:
         """The /api/v1/query answer; an HTTP error still returns Prometheus' JSON body."""
         url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
         try:
@@ -112,9 +104,44 @@ class Prometheus:
         except urllib.error.HTTPError as err:
             return json.loads(err.read())
 
+    def result(self, expr: str) -> list[dict]:
+        """The query's result vector; the query must succeed."""
+        answer = self.answer(expr)
+        assert answer["status"] == "success", answer
+        return answer["data"]["result"]
+
+    def metric(self, name: str) -> float:
+        """A sample of the process's own metrics (an agent's remote-write counters)."""
+        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(name + " ") or line.startswith(name + "{"))
+
+    def alerts(self, alertname: str) -> list[dict]:
+        return [a for a in get_json(self.url + "/api/v1/alerts")["data"]["alerts"]
+                if a["labels"]["alertname"] == alertname]
+
     def stop(self) -> None:
         stop_process(self.proc)
         self.log.close()
+
+
+class Prometheus(PrometheusProcess):
+    """Scraping one target every second with the repo's rules loaded, keeping exemplars as
+    compose runs it. `query` is the whole answer (tests read its status and error)."""
+
+    def __init__(self, tmp_path, target: str):
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
+                       "scrape_timeout": "900ms"},
+            "rule_files": [RULES],
+            "scrape_configs": [{"job_name": "memhealth",
+                                "static_configs": [{"targets": [target]}]}],
+        }
+        super().__init__(tmp_path, config, f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                         "--enable-feature=exemplar-storage")
+
+    query = PrometheusProcess.answer
 
 
 def hook(project, event: str, **fields) -> None:

@@ -29,8 +29,8 @@ from tests.test_alertmanager import Alertmanager, Outside, alert, sink
 from tests.test_prometheus_e2e import (
     GRAFANA_VARS,
     RULES,
+    PrometheusProcess,
     _panel_queries,
-    free_port,
     get_json,
     wait_for,
 )
@@ -45,52 +45,10 @@ BUDGET_ENV = os.path.join(REPO, "compose", "team", "alert-budget.env")
 SHARED_INSTANCE = "127.0.0.1:9464"
 
 
-class Prom:
-    """A Prometheus process on 127.0.0.1:<free port> with its own data dir and log."""
+class Prom(PrometheusProcess):
+    """A Prometheus of the topology (an agent or the central one); `query` is the result vector."""
 
-    def __init__(self, workdir, config: dict, *flags: str, env: dict | None = None):
-        binary = require_binary("prometheus")
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-        self.log = open(workdir / "prometheus.log", "wb")
-        self.proc = subprocess.Popen(
-            [binary, f"--config.file={workdir / 'prometheus.yml'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", *flags],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env or clean_env())
-        wait_for(f"prometheus in {workdir.name} /-/ready", self._ready, timeout=20)
-
-    def _ready(self) -> bool:
-        if self.proc.poll() is not None:
-            pytest.fail(f"prometheus exited {self.proc.returncode}: {self.logs()}")
-        with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as resp:
-            return resp.status == 200
-
-    def logs(self) -> str:
-        self.log.flush()
-        with open(self.log.name, encoding="utf-8", errors="replace") as fh:
-            return fh.read()[-3000:]
-
-    def query(self, expr: str) -> list[dict]:
-        answer = get_json(self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
-        assert answer["status"] == "success", answer
-        return answer["data"]["result"]
-
-    def metric(self, name: str) -> float:
-        """A sample of the process's own metrics (the agent's remote-write counters)."""
-        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as resp:
-            text = resp.read().decode()
-        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith(name + " ") or line.startswith(name + "{"))
-
-    def alerts(self, alertname: str) -> list[dict]:
-        return [a for a in get_json(self.url + "/api/v1/alerts")["data"]["alerts"]
-                if a["labels"]["alertname"] == alertname]
-
-    def stop(self) -> None:
-        stop_process(self.proc)
-        self.log.close()
+    query = PrometheusProcess.result
 
 
 def central_config() -> dict:
