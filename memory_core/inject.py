@@ -878,13 +878,28 @@ def _provenance(row) -> str:
     return f"from memory ({row[1]}, {_where(row)}, recorded {day}; verify before building on it)"
 
 
+_BLOCK_START = re.compile(r"(?:[-*+]|\d+[.)]|#+)\s")
+
+
 def _prose(content: str) -> str:
-    """A chunk's lines as one line of prose: a line with no closing punctuation (a memory
-    file's description, a heading-like first line) ends with a period instead of running
-    into the next sentence."""
-    lines = [" ".join(line.split()) for line in content.splitlines() if line.strip()]
-    return " ".join(line if line[-1] in ".!?:;,)" or i == len(lines) - 1 else line + "."
-                    for i, line in enumerate(lines))
+    """A chunk as one line of prose. A hard-wrapped paragraph's lines join with spaces; a
+    paragraph, list item or heading with no closing punctuation (a memory file's description,
+    which leads its first chunk as a paragraph of its own) ends with a period instead of
+    running into the next sentence."""
+    blocks: list[list[str]] = []
+    fresh = True
+    for raw in content.splitlines():
+        line = " ".join(raw.split())
+        if not line:
+            fresh = True
+            continue
+        if fresh or _BLOCK_START.match(line):
+            blocks.append([])
+        blocks[-1].append(line)
+        fresh = line.startswith("#")  # a heading is a block of one line
+    units = [" ".join(b) for b in blocks]
+    return " ".join(u if u[-1] in ".!?:;,)" or i == len(units) - 1 else u + "."
+                    for i, u in enumerate(units))
 
 
 def _quoted(title: str) -> str:

@@ -138,5 +138,10 @@ def test_an_identifier_the_entry_lists_is_recorded_as_what_named_it(tmp_path):
 def test_an_injected_body_reads_as_sentences_not_a_run_on():
     from memory_core.inject import _prose
 
-    text = _prose("the compactor is built; extend it\nThe compactor runs every 10,000 events.\n\n- one writer")
+    text = _prose("the compactor is built; extend it\n\nThe compactor runs every 10,000 events.\n\n- one writer")
     assert text == "the compactor is built; extend it. The compactor runs every 10,000 events. - one writer"
+    # a hard-wrapped paragraph is one sentence, not one per line ("events per. stream")
+    wrapped = _prose("The compactor runs every 10,000 events per\nstream and folds each\nsnapshot.\n"
+                     "- one writer\n- no second compactor\n\n## Notes\nsee docs")
+    assert wrapped == ("The compactor runs every 10,000 events per stream and folds each snapshot. "
+                       "- one writer. - no second compactor. ## Notes. see docs")
