@@ -25,7 +25,7 @@ import sys
 
 from memhealth.config import render_default
 from memhealth.errors import SettingsError
-from memory_core.layout import CONFIG_NAME, DB_NAME, STATE_DIR
+from memory_core.store.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 # Claude Code event -> (our event, matcher or None, timeout config key, status message)
 WIRING = (
@@ -227,7 +227,7 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
     if not os.path.exists(db):
         actions.append(f"created {db}")
         if not dry_run:
-            from memory_core.db import connect
+            from memory_core.store.db import connect
 
             connect(db).close()
     if launch == SHARED_LAUNCHER:
@@ -258,9 +258,9 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
 
 
 def _register(root: str, dry_run: bool) -> list[str]:
-    """List the project in the per-user registry (memory_core/registry.py) so one
+    """List the project in the per-user registry (memory_core/store/registry.py) so one
     `memhealth serve --all` serves it; a full or unwritable registry is said, never fatal."""
-    from memory_core import registry
+    from memory_core.store import registry
 
     path = registry.registry_path()
     if any(e.root == root for e in registry.read(path)):
