@@ -111,7 +111,9 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     cmd = launcher_argv()
     out(f"memhealth demo: sample project \"ledgerline\" in {root}")
     out("")
-    actions = init_project(root)  # hooks run by the same absolute launcher as cmd
+    # hooks run by the same absolute launcher as cmd; a throwaway project stays out of the
+    # user's registry, so `serve --all` never serves it
+    actions = init_project(root, register=False)
     _write_demo_config(root, transcripts)
     out(f"[1/5] init: {len(actions)} actions — .memhealth/ created, hooks merged into .claude/settings.local.json")
 
