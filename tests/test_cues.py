@@ -36,7 +36,7 @@ def mem(project, name: str, text: str) -> str:
 
 def ingest(project) -> None:
     proc = run_cli("ingest", "memory", "--project", str(project))
-    assert proc.returncode in (0,), proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "memory" in proc.stdout, proc.stdout + proc.stderr
 
 
 def tool(project, name: str, tool_input: dict, session: str = "s1", cwd=None) -> str | None:
