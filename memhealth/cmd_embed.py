@@ -41,7 +41,7 @@ def run(args) -> int:
         ready = vectors.rebuild(conn, dim) if args.rebuild else vectors.ensure_vec_table(conn, dim)
         if not ready:
             raise VectorUnavailable(f"vectors unavailable: {vec_unavailable_reason() or 'sqlite-vec failed to load'}; "
-                                    "install memhealth with pysqlite3-binary (see README, Why pysqlite3)")
+                                    "install memhealth with pysqlite3-binary (see docs/internals/why-pysqlite3.md)")
         pruned = vectors.prune_orphans(conn)
         tty = sys.stderr.isatty() and not args.json
 

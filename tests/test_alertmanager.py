@@ -29,6 +29,8 @@ from tests.conftest import REPO, require_binary, rows, stop_process
 from tests.test_prometheus_e2e import free_port, get_json, wait_for
 from tests.test_serve import ServeProcess
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 CONFIG = os.path.join(REPO, "alerts", "alertmanager.yml")
 RUNBOOK = RUNBOOK_URL + "#"
 

@@ -20,6 +20,8 @@ import yaml
 from tests.conftest import REPO, clean_env, payload, require_binary, run_cli, run_hook, stop_process
 from tests.test_serve import ServeProcess
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
 # Grafana variables as a panel would resolve them on a 1 s scrape interval
 GRAFANA_VARS = {"$__rate_interval": "30s", "$__range": "5m", "$__interval": "1s", "$team": ".*", "$machine": ".*",

@@ -143,9 +143,10 @@ def test_the_outbox_count_never_reaches_claude_even_when_the_exporter_fails(demo
 
 
 def test_a_session_on_a_real_ish_project_has_no_red_and_no_operator_notes_in_context(tmp_path):
-    """This repository's own README and design notes as a project's docs, with a memory index."""
+    """This repository's own README, docs and benchmark notes as a project's docs, with a
+    memory index."""
     root = tmp_path / "realish"
-    (root / "docs").mkdir(parents=True)
+    shutil.copytree(os.path.join(REPO, "docs"), root / "docs", ignore=shutil.ignore_patterns("*.png"))
     shutil.copy(os.path.join(REPO, "README.md"), root / "README.md")
     for name in os.listdir(os.path.join(REPO, "benchmarks")):
         if name.endswith(".md"):

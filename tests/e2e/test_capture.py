@@ -24,6 +24,8 @@ from tests.e2e.harness import hook_env, memhealth_argv, settled_capture_outcomes
 from tests.e2e.messages_api import text, tool_use
 from tests.e2e.reached import hook_blocks, position, request_with
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 BUILD_PROMPT = ("Let's build a new ledger writer that batches appends and dedupes them by "
                 "idempotency key")
 DEAD_END = "I tried running the WAL checkpoint inside append() and it was slower: every append stalled behind it."

@@ -31,6 +31,8 @@ from tests.e2e.harness import (
 from tests.e2e.messages_api import text, tool_use
 from tests.payloads import PAYLOAD_DIR, SCRUB_HOME, SCRUB_PROJECT, payload_name, scrub, shape
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 PROMPT = "Tidy the ledger writer: read it, find the checkpoint calls, fix its docstring, run a check."
 REPLY = "The writer batches appends in append(); I tightened its docstring and the import check passed."
 AFTER = "Thanks. What should the writer metrics export look like?"
