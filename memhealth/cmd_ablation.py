@@ -1,4 +1,4 @@
-"""`memhealth ablation`: the pre-registered ablation protocol (paper §8).
+"""`memhealth ablation`: the pre-registered ablation protocol (Memory as Infrastructure §8).
 
 `start injection-off|gate-off --days N` fixes the schedule before any outcome is seen
 (alternating 24-hour days, printed), `status` says which arm is in force, `stop` ends it
@@ -22,7 +22,7 @@ from memhealth.cliutil import (
 def register(sub):
     p = add_parser(
         sub, "ablation", help="pre-registered ablation: injection-off or gate-off on alternating days",
-        description="Pre-register an ablation (paper §8): `start injection-off|gate-off --days N` "
+        description="Pre-register an ablation (Memory as Infrastructure §8): `start injection-off|gate-off --days N` "
                     "fixes alternating 24-hour days between the ablated arm and the baseline, from now "
                     "(or --start, which may only be later), and prints them; on ablated days the hooks "
                     "run with [injection].mode or [gate].mode = \"off\" and telemetry stays on. "

@@ -132,7 +132,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         body = {"session_id": SESSION, "transcript_path": transcript, "cwd": root,
                 "hook_event_name": event, "permission_mode": "default",
                 **{k: v for k, v in fields.items() if not k.startswith("_")}}
-        if event == "post-tool":  # what Claude Code sends after a Read (REFERENCE §1b)
+        if event == "post-tool":  # what Claude Code sends after a Read (observed with the real CLI)
             path = os.path.join(root, fields["tool_input"]["file_path"])
             with open(path, encoding="utf-8") as fh:
                 content = fh.read()

@@ -105,7 +105,7 @@ def _decide(root, prompt, intent="build", session="s1"):
 
 
 def test_a_changelog_section_is_never_the_subsystem(tmp_path):
-    # issue 10: this injected `DO-NOT-REBUILD? "Changelog > 0.21.0 > Added" may already exist`
+    # this once injected `DO-NOT-REBUILD? "Changelog > 0.21.0 > Added" may already exist`
     root = _project(tmp_path, {"MEMORY.md": INDEX})
     r = _decide(root, "add a --verbose flag to the command line tool")
     assert r.outcome == "below_relevance" and r.text is None

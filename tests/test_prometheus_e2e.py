@@ -279,7 +279,7 @@ def test_rules_load_healthy_and_a_quiet_session_pages_nobody(stack):
 
 
 def test_a_red_gate_check_and_a_dead_serve_raise_their_alerts_in_a_real_prometheus(tmp_path):
-    """The two silences issue 10 reproduced: a RED gate check fired nothing, and neither did
+    """The two silences once reproduced: a RED gate check fired nothing, and neither did
     a killed serve. Here both alerts go pending in a real Prometheus with the shipped rules
     (their `for` is minutes; pending is the state a rule enters the moment it matches)."""
     project = tmp_path / "proj"

@@ -116,3 +116,24 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
             if not os.path.exists(resolved):
                 broken.append(f"{os.path.relpath(path, REPO)} -> {target}")
     assert broken == []
+
+
+def test_nothing_in_the_repository_cites_a_document_outside_it():
+    """The project stands alone: cite a public source by its title (a paper, Claude Code's
+    docs, an RFC) or the project's own docs, never a file a clone does not contain."""
+    outside = re.compile("|".join([r"\bREFER" + r"ENCE\b", r"DESI" + r"GN\.md", r"STY" + r"LE\.md",
+                                   r"\bpaper §", r"\bissue \d+", "REFER" + "ENCE\\.md"]))
+    found = []
+    for dirpath, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        if os.path.relpath(dirpath, REPO).startswith(os.path.join("tests", "fixtures")):
+            continue  # third parties' text (real repositories, corpora), kept as it is
+        for name in files:
+            if name == "CHANGELOG.md" or not name.endswith((".py", ".md", ".yaml", ".yml", ".toml", ".scm")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for n, line in enumerate(fh, 1):
+                    if outside.search(line):
+                        found.append(f"{os.path.relpath(path, REPO)}:{n}: {line.strip()[:80]}")
+    assert found == []

@@ -1,4 +1,4 @@
-"""What SessionStart puts in Claude's context, through the real hook subprocess (issue 10):
+"""What SessionStart puts in Claude's context, through the real hook subprocess:
 the verdict line and memory, nothing for the operator; no false RED from a render that
 rightly did not change; a model still loading is cold-or-wedged-undecided, never wedged,
 until `memhealth gate` has waited the full warm-up."""
@@ -60,7 +60,7 @@ N = len(CHECKS)
 
 def _memory(context: str, root) -> str:
     """The context after the verdict line, checked to be the pinned block (every pinned item,
-    each with its provenance; issue 11) followed by the render."""
+    each with its provenance) followed by the render."""
     rest = context.split("\n", 1)[1] if "\n" in context else ""  # nothing to say: the verdict alone
     conn = connect(str(root / ".memhealth" / "memory.db"))
     try:

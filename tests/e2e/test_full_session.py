@@ -81,7 +81,7 @@ def test_the_scripted_tools_really_ran(full):
 def test_every_event_of_every_run_has_a_completed_heartbeat(full):
     fired = full.project.payloads()
     names = [p["hook_event_name"] for p in fired]
-    # the order the CLI fires them in (REFERENCE §1b)
+    # the order the CLI fires them in (observed with the pinned CLI)
     assert names[:2] == ["SessionStart", "UserPromptSubmit"] and names.count("PreCompact") == 1
     assert Counter(names)["SessionEnd"] == 3 and Counter(names)["Stop"] == 2
     expected = expected_heartbeats(fired)
