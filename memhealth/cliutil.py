@@ -23,8 +23,13 @@ from contextlib import contextmanager
 
 from memhealth.errors import ProjectNotFound, UsageError
 
-__all__ = ["PROJECT_HELP", "ProjectContext", "UsageError", "add_json_option", "add_parser",
-           "add_project_option", "open_project", "positive_float", "positive_int", "project_root"]
+__all__ = ["JSON_VERSION", "PROJECT_HELP", "ProjectContext", "UsageError", "add_json_option",
+           "add_limit_option", "add_parser", "add_project_option", "emit_json", "json_error",
+           "open_project", "positive_float", "positive_int", "project_root"]
+
+# Every `--json` output is one object on one line with this key first; it grows when a field
+# changes meaning or goes away (added fields do not change it).
+JSON_VERSION = 1
 
 PROJECT_HELP = ("project directory; the nearest .memhealth/ at or above it is used "
                 "(default: the current directory)")
@@ -36,13 +41,43 @@ def add_parser(sub, name: str, **kwargs) -> argparse.ArgumentParser:
     return sub.add_parser(name, allow_abbrev=False, **kwargs)
 
 
-def add_project_option(parser: argparse.ArgumentParser) -> None:
+def _child_default(default, child: bool):
+    """A sub-action's copy of a shared option keeps the command's value: argparse would
+    otherwise overwrite `memhealth cues --json audit` with the sub-action's default."""
+    return argparse.SUPPRESS if child else default
+
+
+def add_project_option(parser: argparse.ArgumentParser, child: bool = False) -> None:
     """`--project DIR`, the same flag, default and help in every command."""
-    parser.add_argument("--project", default=None, metavar="DIR", help=PROJECT_HELP)
+    parser.add_argument("--project", default=_child_default(None, child), metavar="DIR", help=PROJECT_HELP)
 
 
-def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
-    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+def add_json_option(parser: argparse.ArgumentParser, what: str = "the result", child: bool = False) -> None:
+    parser.add_argument("--json", action="store_true", default=_child_default(False, child),
+                        help=f"print {what} as one JSON object (errors too)")
+
+
+def add_limit_option(parser: argparse.ArgumentParser, default: int, what: str = "results",
+                     aliases: tuple[str, ...] = (), child: bool = False) -> None:
+    """`--limit N`, the result-size flag of every command that lists (older spellings kept as
+    aliases)."""
+    parser.add_argument("--limit", *aliases, dest="limit", type=positive_int,
+                        default=_child_default(default, child), metavar="N",
+                        help=f"at most N {what} (default: {default})")
+
+
+def emit_json(obj: dict, file=None) -> None:
+    """Print one `--json` result: `{"version": JSON_VERSION, ...obj}` on one line."""
+    import json
+    import sys
+
+    print(json.dumps({"version": JSON_VERSION, **obj}, ensure_ascii=False, default=str),
+          file=file or sys.stdout, flush=True)
+
+
+def json_error(command: str, message: str, exit_code: int) -> None:
+    """An error under `--json`: the same object shape, on stdout, with the exit code."""
+    emit_json({"command": command, "error": {"message": message, "exit": exit_code}})
 
 
 def _number(text: str, kind):
