@@ -11,7 +11,7 @@ Endpoints:
   `memhealth_scrape_errors_total` goes up, never a hang (a scrape that waits past
   scrape_timeout makes a live target read as dead).
 - `GET /`, `/decisions`, `/memory`, `/triage`, `/alerts-budget` and `POST /triage/*`: the
-  console (telemetry/console.py): pages for a person, Host-checked, CSRF-tokened, strict CSP.
+  console (telemetry/console/): pages for a person, Host-checked, CSRF-tokened, strict CSP.
 - `GET /healthz`: liveness of serve itself, from memory only; never waits on a probe or
   the database.
 - `POST /alerts`: Alertmanager webhook (v4) → alert budget policy → sinks. Every decision
