@@ -4,8 +4,8 @@
 
 `memhealth generate` writes them beside the dashboards and rules, and `generate --check`
 fails when one is stale, so the reference cannot drift from the parser (`memhealth.cli`),
-the config SCHEMA (`memhealth.config`), the metric catalog (`telemetry.catalog`) or the
-gate's checks (`telemetry.slo`, in `probes.gate.CHECKS` order). Prose that explains them
+the config SCHEMA (`memhealth.config`), the metric catalog (`telemetry.catalog`), the span
+catalog (`telemetry.span_catalog`) or the gate's checks (`telemetry.slo`, in `probes.gate.CHECKS` order). Prose that explains them
 lives in docs/concepts and docs/how-to; this module only renders tables.
 """
 
@@ -170,6 +170,26 @@ def gate_checks_reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def spans_reference() -> str:
+    from telemetry.span_catalog import SPAN_ATTRIBUTE_LIST, SPAN_ATTRIBUTE_PREFIXES, SPANS
+
+    lines = [HEADER.format(source="the span catalog (telemetry/span_catalog.py)"),
+             "# Spans reference", "",
+             "Every span memhealth records (in the store's outbox, shipped over OTLP by `memhealth "
+             "export` or `serve`) and every attribute it sets. Names follow the OpenTelemetry "
+             "semantic conventions where one exists. An attribute marked *content* carries what "
+             "the user typed and is recorded only with `[injection].capture_content = true`.", "",
+             "## Spans", "", "| span name | what it covers |", "|---|---|"]
+    lines += [f"| `{name}` | {_cell(meaning)} |" for name, meaning in SPANS.items()]
+    lines += ["", "## Attributes", "", "| attribute | type | what it says |", "|---|---|---|"]
+    for attr in SPAN_ATTRIBUTE_LIST:
+        flag = " *(content, opt-in)*" if attr.content else ""
+        lines.append(f"| `{attr.name}` | {attr.type} | {_cell(attr.meaning)}{flag} |")
+    lines += ["", "Families whose last part is data:", ""]
+    lines += [f"- `{prefix}*`: {_cell(meaning)}" for prefix, meaning in SPAN_ATTRIBUTE_PREFIXES.items()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def reference_docs() -> dict[str, str]:
     """Every generated reference page: repository-relative path → exact content."""
     return {
@@ -177,4 +197,5 @@ def reference_docs() -> dict[str, str]:
         "docs/reference/config.md": config_reference(),
         "docs/reference/metrics.md": metrics_reference(),
         "docs/reference/gate-checks.md": gate_checks_reference(),
+        "docs/reference/spans.md": spans_reference(),
     }
