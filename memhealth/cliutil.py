@@ -66,6 +66,53 @@ def add_limit_option(parser: argparse.ArgumentParser, default: int, what: str = 
                         help=f"at most N {what} (default: {default})")
 
 
+# What each command's `--json` object holds (besides "version"), for docs/reference/json.md;
+# a test runs the commands and fails on a field that is not listed here.
+JSON_FIELDS: dict[str, dict[str, str]] = {
+    "(every command, on error)": {
+        "command": "the command that failed", "error": '{"message": ..., "exit": N}: the one-line error and the exit code'},
+    "gate": {"total": "checks run", "green": "checks GREEN", "red": "checks RED",
+             "checks": "one object per check: name, status, state, detail, fix, duration_ms"},
+    "ingest": {"sources": "per source: files seen and changed, chunks added and removed, errors",
+               "files_seen": "files read", "files_changed": "files whose content changed",
+               "chunks_added": "chunks indexed", "chunks_removed": "chunks dropped",
+               "errors": "files or records that could not be read", "elapsed_s": "wall seconds",
+               "budget_s": "the run's budget", "budget_exhausted": "true when the budget ran out",
+               "vectors": "the vector leg: state, embedded, with_vector, chunks",
+               "capture": "capture work the run finished (when there was any)"},
+    "search": {"query": "the query as given", "limit": "results asked for", "tokens": "query words used",
+               "hits": "results: chunk_id, source, path, line_start, line_end, score, legs, title, snippet",
+               "legs_answered": "bm25, vector", "degraded": "why a leg was left out, or null",
+               "degraded_detail": "the reason in words", "timings_ms": "per leg"},
+    "embed": {"stored": "vectors stored", "refused": "texts refused", "pruned": "orphan vectors removed",
+              "seconds": "wall seconds", "with_vector": "chunks with a vector", "chunks": "all chunks",
+              "coverage": "with_vector / chunks", "dim": "the vector width", "model": "the model",
+              "error": "the embedding error, or null"},
+    "export": {"ok": "the run shipped everything", "spans_sent": "spans shipped",
+               "metrics_sent": "metric points shipped", "backlog": "spans still waiting",
+               "dropped": "spans dropped by the outbox bound", "malformed": "rows that could not be read",
+               "disabled": "no exporter configured", "seconds": "wall seconds", "error": "why it failed, or null"},
+    "report": {"window": "the window in days and its bounds", "invocations": "per hook: ok, error, killed",
+               "failures": "per hook and reason", "killed": "hooks killed before completing",
+               "injection": "decisions by outcome, characters injected", "cues": "cue evaluations by outcome",
+               "gate": "gate runs by verdict", "alerts": "alert decisions", "degradations": "by component",
+               "telemetry": "export lag and backlog",
+               "schedule": "report --ablation: the ablation schedule",
+               "history": "report --ablation: the schedules registered before",
+               "arms": "report --ablation: per arm, the outcomes compared"},
+    "triage": {"candidates": "list: id, kind, state, title, statement, transcript, line, also",
+               "action": "a decision: confirm, reject, retitle or merge", "id": "the candidate decided",
+               "result": "what the decision did, in words", "applied": "--apply: decisions applied",
+               "failed": "--apply: decisions that failed", "decisions": "--apply: one result per entry"},
+    "cues": {"cues": "list: one memory item with its cues and each cue's state",
+             "audit": "cues audit: the newest evaluations"},
+    "ablation": {"schedule": "the schedule with `now` (the arm in force) and `active`, or null"},
+    "remember": {"id": "the item", "name": "its name", "kind": "its kind", "path": "the memory file",
+                 "pinned": "delivered at every session start", "cues": "its compiled cues"},
+    "forget": {"id": "the item deleted", "name": "its name", "path": "the memory file deleted"},
+}
+
+
 def emit_json(obj: dict, file=None) -> None:
     """Print one `--json` result: `{"version": JSON_VERSION, ...obj}` on one line."""
     import json

@@ -190,6 +190,67 @@ def spans_reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def schema_reference() -> str:
+    """Tables, their columns and the migrations, read from a store created in a scratch
+    directory by the same code every project's store is created by."""
+    import os
+    import tempfile
+
+    from memory_core.store.db import connect
+    from memory_core.store.schema import LATEST, MIGRATIONS
+
+    lines = [HEADER.format(source="the store's migrations (memory_core/store/schema.py)"),
+             "# Store schema reference", "",
+             f"`.memhealth/memory.db` is one SQLite file at schema version {LATEST} "
+             "(`PRAGMA user_version`). Every store is migrated forward on open, in one "
+             "transaction per migration; a store from a newer memhealth is refused, never "
+             "rewritten.", "", "## Migrations", "", "| version | what it did |", "|---|---|"]
+    lines += [f"| {version} | {_cell(title)} |" for version, title, _sql in MIGRATIONS]
+    lines += ["", "## Tables", ""]
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = connect(os.path.join(tmp, "memory.db"))
+        try:
+            tables = conn.execute(
+                "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+            shadow = {name for name, _t in tables for suffix in ("_data", "_idx", "_content", "_docsize",
+                                                                   "_config", "_chunks", "_rowids",
+                                                                   "_info", "_vector_chunks00")
+                      if name.endswith(suffix) and any(name == base + suffix for base, _ in tables)}
+            for name, kind in tables:
+                if name in shadow or "_vector_chunks" in name or "_metadata" in name:
+                    continue
+                columns = conn.execute(f'PRAGMA table_xinfo("{name}")').fetchall()
+                lines += [f"### `{name}`" + (" (view)" if kind == "view" else ""), "",
+                          "| column | type | not null | key |", "|---|---|---|---|"]
+                lines += [f"| `{c[1]}` | {c[2] or ''} | {'yes' if c[3] else ''} | {'pk' if c[5] else ''} |"
+                          for c in columns if c[6] == 0]
+                lines.append("")
+        finally:
+            conn.close()
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def json_reference() -> str:
+    from memhealth.cliutil import JSON_FIELDS, JSON_VERSION
+
+    lines = [HEADER.format(source="memhealth/cliutil.py (JSON_FIELDS)"),
+             "# JSON output reference", "",
+             "Every command that reports takes `--json` and prints one JSON object on one line. "
+             f'Its first key is `"version": {JSON_VERSION}`, which grows when a field changes '
+             "meaning or goes away (a new field does not change it). An error is the same shape, "
+             "on stdout, with the exit code; nothing is printed on stderr:", "",
+             "```json",
+             f'{{"version": {JSON_VERSION}, "command": "search", "error": {{"message": "QUERY is empty: ...", "exit": 2}}}}',
+             "```", ""]
+    for command, fields in JSON_FIELDS.items():
+        title = command if command.startswith("(") else f"`memhealth {command} --json`"
+        lines += [f"## {title}", "", "| field | what it holds |", "|---|---|"]
+        lines += [f"| `{name}` | {_cell(meaning)} |" for name, meaning in fields.items()]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def reference_docs() -> dict[str, str]:
     """Every generated reference page: repository-relative path → exact content."""
     return {
@@ -198,4 +259,6 @@ def reference_docs() -> dict[str, str]:
         "docs/reference/metrics.md": metrics_reference(),
         "docs/reference/gate-checks.md": gate_checks_reference(),
         "docs/reference/spans.md": spans_reference(),
+        "docs/reference/schema.md": schema_reference(),
+        "docs/reference/json.md": json_reference(),
     }

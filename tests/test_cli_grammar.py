@@ -41,6 +41,19 @@ def test_every_reporting_command_prints_one_versioned_object_under_json(project,
     one_object(proc)
 
 
+@pytest.mark.parametrize("args", [
+    ["gate"], ["ingest"], ["search", "checkpoint"], ["report"], ["report", "--ablation"], ["triage"],
+    ["cues"], ["cues", "audit"], ["ablation", "status"], ["export", "--once"], ["embed"],
+    ["remember", "the writer owns the checkpoint", "--path", "README.md"],
+])
+def test_every_json_field_a_command_prints_is_in_the_json_reference(project, args):
+    from memhealth.cliutil import JSON_FIELDS
+
+    data = one_object(run_cli(*args, "--json", "--project", str(project), timeout=120))
+    documented = set(JSON_FIELDS[args[0]]) | set(JSON_FIELDS["(every command, on error)"]) | {"version"}
+    assert set(data) - documented == set(), f"document these in JSON_FIELDS[{args[0]!r}]"
+
+
 def test_lists_come_as_named_fields_of_the_object(project):
     assert one_object(run_cli("triage", "--json", "--project", str(project)))["candidates"] == []
     assert one_object(run_cli("cues", "--json", "--project", str(project)))["cues"] == []
