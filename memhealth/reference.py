@@ -251,6 +251,20 @@ def json_reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def http_reference() -> str:
+    from telemetry.endpoints import ENDPOINTS
+
+    lines = [HEADER.format(source="the endpoint table (telemetry/endpoints.py)"),
+             "# HTTP endpoints reference", "",
+             "What `memhealth serve` (one project, 127.0.0.1:9464 by default) and `memhealth serve "
+             "--all` (every registered project on one port) answer. Both bind loopback unless "
+             "told otherwise; `{name}` is a project's registered name.", "",
+             "| method | path | served by | what it answers | who may call it |", "|---|---|---|---|---|"]
+    lines += [f"| {e.method} | `{e.path}` | {', '.join(e.servers)} | {_cell(e.what)} | {_cell(e.access)} |"
+              for e in ENDPOINTS]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def reference_docs() -> dict[str, str]:
     """Every generated reference page: repository-relative path → exact content."""
     return {
@@ -261,4 +275,5 @@ def reference_docs() -> dict[str, str]:
         "docs/reference/spans.md": spans_reference(),
         "docs/reference/schema.md": schema_reference(),
         "docs/reference/json.md": json_reference(),
+        "docs/reference/http.md": http_reference(),
     }

@@ -28,7 +28,7 @@ def test_generate_check_covers_the_reference_docs():
     proc = run_cli("generate", "--check", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert set(reference_docs()) == {f"docs/reference/{n}" for n in
-                                     ("cli.md", "config.md", "metrics.md", "gate-checks.md", "spans.md", "schema.md", "json.md")}
+                                     ("cli.md", "config.md", "metrics.md", "gate-checks.md", "spans.md", "schema.md", "json.md", "http.md")}
 
 
 def test_a_stale_reference_page_fails_the_check(tmp_path):
@@ -102,7 +102,7 @@ def test_every_gate_check_is_in_the_gate_checks_reference():
 
 
 @pytest.mark.parametrize("page", ["cli.md", "config.md", "metrics.md", "gate-checks.md", "spans.md",
-                                  "schema.md", "json.md"])
+                                  "schema.md", "json.md", "http.md"])
 def test_the_readme_links_every_reference_page(page):
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as fh:
         assert f"docs/reference/{page}" in fh.read()
