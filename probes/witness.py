@@ -212,33 +212,25 @@ class Observer:
                 self._attach_failure(att, sid, ts)
 
     def _stop_summary(self, rec: dict, sid, ts) -> None:
+        """A turn end: the summary lists every Stop command that ran and which failed. Ours
+        listed and not failed still needs its row (a run whose row was lost is a finding)."""
         attached = self.errs.pop(f"Stop:{sid}", None) or {}
         infos = rec.get("hookInfos") if isinstance(rec.get("hookInfos"), list) else []
-        commands = [i.get("command") if isinstance(i, dict) else None for i in infos]
-        ours = [i for i, c in enumerate(commands) if isinstance(c, str) and (m := OURS.search(c))
-                and m.group(1) == HOOK_OF["Stop"]]
-        failed = rec.get("failedHookErrorIndexes") if isinstance(rec.get("failedHookErrorIndexes"), list) else []
+        commands = [i.get("command") if isinstance(i, dict) and isinstance(i.get("command"), str) else ""
+                    for i in infos]
+        ours = [i for i, c in enumerate(commands) if (m := OURS.search(c)) and m.group(1) == HOOK_OF["Stop"]]
+        failed = [i for i in rec.get("failedHookErrorIndexes") or () if isinstance(i, int)] \
+            if isinstance(rec.get("failedHookErrorIndexes"), list) else []
         errors = rec.get("hookErrors") if isinstance(rec.get("hookErrors"), list) else []
-        if not ours:
-            # our Stop did not run; a Stop command that failed in its place is the evidence
-            entry = {"e": "Stop", "sid": sid, "ts": ts, "kind": "not_run", "exit": None, "stderr": "",
-                     "command": ""}
-            if failed and errors:
-                idx = failed[0] if isinstance(failed[0], int) and 0 <= failed[0] < len(commands) else None
-                command = commands[idx] if idx is not None and isinstance(commands[idx], str) else ""
-                entry.update(kind="failed", stderr=_stderr(errors[0]), command=command,
-                             exit=attached.get("exit") if attached.get("command") == command else None)
-            self.direct.append(entry)
-            return
-        for i in ours:
-            if i in failed:
-                k = failed.index(i)
-                self.direct.append({"e": "Stop", "sid": sid, "ts": ts, "kind": "failed",
-                                    "exit": attached.get("exit") if attached.get("command") == commands[i] else None,
-                                    "stderr": _stderr(errors[k]) if k < len(errors) else "",
-                                    "command": commands[i]})
-            else:
-                self.direct.append({"e": "Stop", "sid": sid, "ts": ts, "kind": "ok"})
+        ev = self._add("Stop", sid, ts, ready=True)
+        ev["listed"] = bool(ours)
+        # ours failed, or (ours absent) a Stop command that failed in its place: the evidence
+        culprit = next((i for i in ours if i in failed), None) if ours else (failed[0] if failed else None)
+        if culprit is not None and 0 <= culprit < len(commands):
+            k = failed.index(culprit)
+            command = commands[culprit]
+            ev["err"] = {"exit": attached.get("exit") if attached.get("command") == command else None,
+                         "stderr": _stderr(errors[k]) if k < len(errors) else "", "command": command}
 
     def _attach_failure(self, att: dict, sid, ts) -> None:
         event = att.get("hookEvent")
@@ -398,6 +390,12 @@ def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, repor
         data = fh.read(min(budget, MAX_LINE_BYTES))
         end = data.rfind(b"\n")
         consumed = data[:end + 1] if end >= 0 else b""
+        skipped = 0
+        if end < 0 and offset + len(data) < st.st_size:
+            # one record longer than this run's budget (a pasted screenshot is a multi-megabyte
+            # line): stepped over, so it cannot stall the witness; it holds no hook event
+            line_end = _skip_line(fh, offset + len(data))
+            skipped = line_end - offset if line_end is not None else 0
         if offset == 0 and consumed:
             first = consumed[:HEAD_BYTES]
             head = f"{len(first)}:{_head(first)}"
@@ -411,14 +409,14 @@ def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, repor
             continue
         if isinstance(rec, dict):
             observer.observe(rec)
-    new_offset = offset + len(consumed)
+    new_offset = offset + (skipped or len(consumed))
     complete = new_offset >= st.st_size
     if idle and complete:
         for ev in observer.pending:
             ev["ready"] = True
-    if consumed:
+    if new_offset > offset:
         report.files_read += 1
-        report.bytes_read += len(consumed)
+        report.bytes_read += new_offset - offset
     if offset + len(data) < st.st_size:
         report.more = True
     with write(conn):
@@ -431,6 +429,20 @@ def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, repor
             (path, st.st_ino, head if new_offset else None, new_offset,
              json.dumps(observer.state(), separators=(",", ":")), now_ns))
     return len(consumed)
+
+
+def _skip_line(fh, pos: int) -> int | None:
+    """The offset just past the newline at or after `pos`; None when the line is not
+    complete yet (still being written: it is read once it is)."""
+    fh.seek(pos)
+    while True:
+        block = fh.read(1 << 20)
+        if not block:
+            return None
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(block)
 
 
 def _matched(conn, ev: dict, used: set[int]) -> bool:
@@ -485,7 +497,8 @@ def _judge(conn, observer: Observer, floor: int, report: Report, path: str) -> l
             last_ok[ev["e"]] = max(last_ok.get(ev["e"], 0), ts)
             continue
         err = ev.get("err")
-        findings.append({"e": ev["e"], "sid": ev["sid"], "ts": ts, "kind": "failed" if err else "not_run",
+        kind = "failed" if err else ("lost" if ev.get("listed") else "not_run")
+        findings.append({"e": ev["e"], "sid": ev["sid"], "ts": ts, "kind": kind,
                          "exit": err.get("exit") if err else None, "stderr": err.get("stderr", "") if err else "",
                          "command": err.get("command", "") if err else "", "tool": ev.get("tool")})
     observer.pending = keep
@@ -494,11 +507,7 @@ def _judge(conn, observer: Observer, floor: int, report: Report, path: str) -> l
         if ts < floor:
             continue
         report.judged += 1
-        if d["kind"] == "ok":
-            report.matched += 1
-            last_ok[d["e"]] = max(last_ok.get(d["e"], 0), ts)
-        else:
-            findings.append({**d, "tool": None})
+        findings.append({**d, "tool": None})
     observer.direct = []
     if last_ok:
         try:
@@ -587,6 +596,7 @@ def hook_witness(ev) -> CheckResult:
     reds: list[tuple[str, str]] = []
     recovered: list[str] = []
     fix_events: list[str] = []
+    lost = False
     for event, kind, n, last_ns, sessions in rows:
         latest = ev.conn.execute(
             "SELECT session_id, exit_code, stderr, detail FROM witness_findings WHERE event = ? AND kind = ? "
@@ -603,22 +613,32 @@ def hook_witness(ev) -> CheckResult:
         facts = "; ".join(f for f in facts if f)
         if kind == "failed":
             what = f"{event} hook failed {n} time(s) and memhealth recorded no run for those events ({facts})"
+        elif kind == "lost":
+            what = (f"{event} ran memhealth {n} time(s) (Claude Code lists its command) but memhealth has no "
+                    f"row for those runs ({facts})")
         else:
             what = f"{event} fired {n} time(s) with no memhealth hook run ({facts})"
         if int(last_ok.get(event, 0) or 0) > (last_ns or 0):
             recovered.append(f"{what}; recorded again since")
             continue
         reds.append((what, event))
-        fix_events.append(event)
+        if kind == "lost":
+            lost = True
+        else:
+            fix_events.append(event)
     if reds:
-        wiring = read_wiring(settings_files(ev.root))
-        init = init_command(wiring)
-        events = ", ".join(dict.fromkeys(fix_events))
-        hooks = "hook" if len(set(fix_events)) == 1 else "hooks"
-        fix = (f"`{init}` puts memhealth's {events} {hooks} back in the settings (hook_wiring names what "
-               "replaced or dropped it), restart a running Claude Code session; "
-               f"the next {events} memhealth records clears this, or `memhealth gate --ack hook_witness` "
-               "acknowledges it")
+        fixes = []
+        if fix_events:
+            init = init_command(read_wiring(settings_files(ev.root)))
+            events = ", ".join(dict.fromkeys(fix_events))
+            hooks = "hook" if len(set(fix_events)) == 1 else "hooks"
+            fixes.append(f"`{init}` puts memhealth's {events} {hooks} back in the settings (hook_wiring names "
+                         "what replaced or dropped it), restart a running Claude Code session; "
+                         f"the next {events} memhealth records clears this")
+        if lost:
+            fixes.append("rows of runs that happened were lost: hook_heartbeats names the store's failure "
+                         "(lock, spill, disk); once it is fixed the next recorded run clears this")
+        fix = "; ".join(fixes) + ", or `memhealth gate --ack hook_witness` acknowledges it"
         detail = "; ".join(d for d, _ in reds)
         return red(detail if len(reds) == 1 else f"{len(reds)} findings: {detail}", fix)
     if recovered:
