@@ -43,6 +43,7 @@ from memory_core.delivery.intent import system_turn
 from memory_core.ingest.transcripts import auto_dir
 from memory_core.store.db import write
 from memory_core.store.meta import get_meta, set_meta
+from probes.heartbeats import SESSIONS_KEY
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 from probes.wiring import (
     HOOK_OF,
@@ -133,7 +134,10 @@ class Observer:
         self.started: list[str] = list(state.get("started") or [])   # sessions already judged
         self.errs: dict = dict(state.get("errs") or {})              # session-level failures
         self.direct: list[dict] = []                                   # judged by the transcript
-        self.assistant_seen = False
+        # indexes over `pending`: events not ready yet, and events by (event, ref), so a long
+        # transcript costs one pass, not one scan of the waiting events per record
+        self.unready = [e for e in self.pending if not e.get("ready")]
+        self.by_ref = {(e["e"], e["ref"]): e for e in self.pending if e.get("ref")}
 
     def state(self) -> dict:
         out = {"pending": self.pending[-MAX_PENDING:], "started": self.started[-200:]}
@@ -144,14 +148,22 @@ class Observer:
     def _add(self, event: str, sid, ts, ref=None, tool=None, msg=None, ready=False) -> dict:
         ev = {"e": event, "sid": sid, "ts": ts, "ref": ref, "tool": tool, "msg": msg, "ready": ready}
         self.pending.append(ev)
+        if not ready:
+            self.unready.append(ev)
+        if ref:
+            self.by_ref[(event, ref)] = ev
         return ev
 
     def _ready_before(self, msg) -> None:
         """A later assistant message: every event before it has had its hooks run (the
         model's request carries their context). Tool calls of the same message are not."""
-        for ev in self.pending:
-            if not ev["ready"] and (msg is None or ev.get("msg") != msg):
+        waiting = []
+        for ev in self.unready:
+            if msg is None or ev.get("msg") != msg:
                 ev["ready"] = True
+            else:
+                waiting.append(ev)
+        self.unready = waiting
 
     def observe(self, rec: dict) -> None:
         kind = rec.get("type")
@@ -174,8 +186,7 @@ class Observer:
                 for block in content:
                     if not isinstance(block, dict) or block.get("type") != "tool_result":
                         continue
-                    pre = next((e for e in reversed(self.pending) if e["e"] == "PreToolUse"
-                                and e["ref"] == block.get("tool_use_id")), None)
+                    pre = self.by_ref.get(("PreToolUse", block.get("tool_use_id")))
                     if pre is not None and block.get("is_error") is not True:
                         self._add("PostToolUse", pre["sid"], ts or pre["ts"], pre["ref"], pre["tool"], pre["msg"])
                 return
@@ -243,11 +254,11 @@ class Observer:
             return
         if event in ("PreToolUse", "PostToolUse"):
             ref = att.get("toolUseID")
-            target = next((e for e in reversed(self.pending) if e["e"] == event and e["ref"] == ref), None)
+            target = self.by_ref.get((event, ref))
             if target is None and event == "PostToolUse":
                 # PostToolUse of a tool whose result was an error is PostToolUseFailure's; a
                 # post hook that ran anyway is still an event
-                pre = next((e for e in reversed(self.pending) if e["e"] == "PreToolUse" and e["ref"] == ref), None)
+                pre = self.by_ref.get(("PreToolUse", ref))
                 if pre is not None:
                     target = self._add("PostToolUse", pre["sid"], ts, ref, pre["tool"], pre["msg"])
         elif event == "UserPromptSubmit":
@@ -277,6 +288,16 @@ def transcript_paths(conn, root: str, cfg: dict) -> list[str]:
             found, _looked = auto_dir(conn, root)
             if found:
                 dirs.append(found)
+            # where the last SessionStarts said their transcripts were (the SessionEnd that
+            # records the directory for the ingester may be the hook that is broken)
+            try:
+                sessions = json.loads(get_meta(conn, SESSIONS_KEY) or "[]")
+            except ValueError:
+                sessions = []
+            for s in sessions if isinstance(sessions, list) else ():
+                transcript = s.get("transcript") if isinstance(s, dict) else None
+                if isinstance(transcript, str) and transcript.endswith(".jsonl"):
+                    dirs.append(os.path.dirname(os.path.abspath(transcript)))
         elif entry:
             dirs.append(entry if os.path.isabs(entry) else os.path.join(root, entry))
     found: list[tuple[int, str]] = []
@@ -445,14 +466,22 @@ def _skip_line(fh, pos: int) -> int | None:
         pos += len(block)
 
 
-def _matched(conn, ev: dict, used: set[int]) -> bool:
+def _recorded_refs(conn, refs: list[str]) -> set[tuple[str, str]]:
+    """(hook, event_ref) of the rows carrying these refs: one query per 500."""
+    found: set[tuple[str, str]] = set()
+    unique = sorted(set(refs))
+    for i in range(0, len(unique), 500):
+        part = unique[i:i + 500]
+        found.update(conn.execute(
+            f"SELECT hook, event_ref FROM heartbeats WHERE event_ref IN ({','.join('?' * len(part))})", part))
+    return found
+
+
+def _matched(conn, ev: dict, used: set[int], recorded: set[tuple[str, str]]) -> bool:
     hook = HOOK_OF[ev["e"]]
     ts = ev.get("ts") or 0
-    if ev.get("ref"):
-        row = conn.execute("SELECT id FROM heartbeats WHERE event_ref = ? AND hook = ? LIMIT 1",
-                           (ev["ref"], hook)).fetchone()
-        if row is not None:
-            return True
+    if ev.get("ref") and (hook, ev["ref"]) in recorded:
+        return True
     if ev["e"] == "SessionStart":
         return conn.execute("SELECT 1 FROM heartbeats WHERE hook = 'session-start' AND session_id = ? LIMIT 1",
                             (ev["sid"],)).fetchone() is not None
@@ -461,8 +490,8 @@ def _matched(conn, ev: dict, used: set[int]) -> bool:
     ref_clause = "" if ev["e"] == "PreCompact" else " AND event_ref IS NULL"
     for (hb_id,) in conn.execute(
             "SELECT id FROM heartbeats WHERE hook = ? AND (session_id = ? OR session_id IS NULL) "
-            f"AND started_ns BETWEEN ? AND ?{ref_clause} ORDER BY started_ns LIMIT 50",
-            (hook, ev["sid"], lo, hi)):
+            f"AND started_ns BETWEEN ? AND ?{ref_clause} ORDER BY started_ns LIMIT ?",
+            (hook, ev["sid"], lo, hi, len(used) + 1)):  # enough rows to reach an unused one
         if hb_id not in used:
             used.add(hb_id)
             return True
@@ -476,6 +505,8 @@ def _judge(conn, observer: Observer, floor: int, report: Report, path: str) -> l
     last_ok: dict[str, int] = {}
     keep: list[dict] = []
     overflow = len(observer.pending) - MAX_PENDING
+    recorded = _recorded_refs(conn, [e["ref"] for i, e in enumerate(observer.pending)
+                                     if e.get("ref") and (e.get("ready") or i < overflow)])
     for i, ev in enumerate(observer.pending):
         if not ev.get("ready") and i >= overflow:
             keep.append(ev)
@@ -492,7 +523,7 @@ def _judge(conn, observer: Observer, floor: int, report: Report, path: str) -> l
             if err is not None:
                 ev["err"] = err
         report.judged += 1
-        if _matched(conn, ev, used):
+        if _matched(conn, ev, used, recorded):
             report.matched += 1
             last_ok[ev["e"]] = max(last_ok.get(ev["e"], 0), ts)
             continue
