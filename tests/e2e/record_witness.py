@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 from tests.e2e.claude_cli import install
-from tests.e2e.harness import SampleProject, Session
+from tests.e2e.harness import SampleProject, Session, settled_capture_outcomes
 from tests.e2e.messages_api import ScriptedModel, text, tool_use
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "transcripts")
@@ -72,8 +72,70 @@ def scenario_healthy(world):
     return [first, world.session.run("/compact", resume=first.session_id)]
 
 
+# -- held out: recorded after their expected findings were written (witness-heldout.expected.json)
+
+def _fail(word: str, code: int = 1) -> str:
+    return f"sh -c 'echo {word} >&2; exit {code}'"
+
+
+def heldout_parallel(world):
+    api = os.path.join(world.root, "src", "api.py")
+    world.model.extend([
+        [text("Two at once."), tool_use("Read", {"file_path": api}),
+         tool_use("Bash", {"command": "echo ok", "description": "check"})],
+        [tool_use("Edit", {"file_path": api, "old_string": "HTTP handlers", "new_string": "The HTTP handlers"})],
+        [tool_use("Write", {"file_path": os.path.join(world.root, "NOTES.md"), "content": "notes\n"})],
+        [tool_use("Grep", {"pattern": "def", "path": world.root})],
+        [tool_use("Glob", {"pattern": "src/**/*.py"})],
+        [text("Done.")]])
+    return [world.session.run("look around and tidy the api docstring")]
+
+
+def heldout_interpreter_gone(world):
+    _edit(world.root, lambda h: h["PostToolUse"][0]["hooks"][0].update(
+        command="/nonexistent/venv/bin/memhealth hook post-tool"))
+    world.model.extend(_reads(world.root, 2, [[tool_use("Bash", {"command": "echo ok", "description": "check"})]]))
+    return [world.session.run("read the api twice and run a check")]
+
+
+def heldout_prompt_removed(world):
+    _edit(world.root, lambda h: h.pop("UserPromptSubmit"))
+    world.model.extend(_reads(world.root, 1))
+    first = world.session.run("read the api")
+    world.model.extend([[text("Next, the writer metrics.")]])
+    return [first, world.session.run("thanks, what next?", resume=first.session_id)]
+
+
+def heldout_compact_broken(world):
+    _edit(world.root, lambda h: h["PreCompact"][0]["hooks"][0].update(command=_fail("compactboom")))
+    world.model.extend([[text("The ledger has a writer, a compactor and an API.")]])
+    first = world.session.run("what is in this project?")
+    return [first, world.session.run("/compact", resume=first.session_id)]
+
+
+def heldout_matcher_narrow(world):
+    _edit(world.root, lambda h: h["PreToolUse"][0].update(matcher="Read"))
+    api = os.path.join(world.root, "src", "api.py")
+    world.model.extend([
+        [text("Reading."), tool_use("Read", {"file_path": api})],
+        [tool_use("Bash", {"command": "echo ok", "description": "check"})],
+        [tool_use("Edit", {"file_path": api, "old_string": "HTTP handlers", "new_string": "The HTTP handlers"})],
+        [text("Done.")]])
+    return [world.session.run("read the api, check it, fix its docstring")]
+
+
+def heldout_session_start_broken(world):
+    _edit(world.root, lambda h: h["SessionStart"][0]["hooks"][0].update(command=_fail("startboom")))
+    world.model.extend(_reads(world.root, 1))
+    return [world.session.run("read the api")]
+
+
 SCENARIOS = {"boom": scenario_boom, "removed": scenario_removed, "mixed": scenario_mixed,
-             "healthy": scenario_healthy}
+             "healthy": scenario_healthy,
+             "heldout-parallel": heldout_parallel, "heldout-interpreter-gone": heldout_interpreter_gone,
+             "heldout-prompt-removed": heldout_prompt_removed, "heldout-compact-broken": heldout_compact_broken,
+             "heldout-matcher-narrow": heldout_matcher_narrow,
+             "heldout-session-start-broken": heldout_session_start_broken}
 
 
 class World:
@@ -89,6 +151,7 @@ def record(name: str, binary: str, base: str) -> None:
     project = SampleProject.create(os.path.join(base, "proj"), capture_dir=None)
     model = ScriptedModel(log_path=os.path.join(base, "api.ndjson")).start()
     home = os.path.join(base, "home")
+    runs = []
     try:
         session = Session(binary, project.root, home=home, model=model)
         runs = SCENARIOS[name](World(project.root, session, model))
@@ -103,6 +166,8 @@ def record(name: str, binary: str, base: str) -> None:
                 lines.append(_scrub(json.dumps(rec, ensure_ascii=False), project.root, home))
     finally:
         model.stop()
+    # each SessionEnd hands capture to a detached worker: let it finish before reading and removing
+    settled_capture_outcomes(project.db_path, at_least=len(runs), timeout_s=30.0)
     conn = sqlite3.connect(project.db_path)
     keys = ("hook", "session_id", "event_ref", "started_ns", "outcome")
     rows = [dict(zip(keys, r, strict=True)) for r in conn.execute(
@@ -120,7 +185,7 @@ def record(name: str, binary: str, base: str) -> None:
 def main(argv: list[str]) -> int:
     binary = install()
     for name in argv or list(SCENARIOS):
-        with tempfile.TemporaryDirectory() as base:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as base:
             record(name, binary, base)
             print(f"recorded witness-{name}")
     return 0
