@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections import Counter
 from datetime import datetime
@@ -68,6 +69,8 @@ LAST_OK_KEY = "witness.last_ok"   # meta: {event: transcript ns of the latest ev
 FAILURE_TYPES = ("hook_non_blocking_error", "hook_blocking_error", "hook_error", "hook_cancelled",
                  "hook_timeout")
 _STDERR_PREFIXES = ("Failed with non-blocking status code: ", "Failed with blocking status code: ")
+_COMMAND_STDOUT = "<local-command-stdout>"
+_PRECOMPACT_LINE = re.compile(r"^PreCompact \[(.+)\] (completed successfully|failed)(?::\s?(.*))?$")
 # statusMessage stands in for the command in some attachments: ours all begin so
 _OUR_STATUS = "memhealth:"
 # cheap byte tests before json.loads: a line with none of these holds nothing we judge
@@ -192,6 +195,9 @@ class Observer:
                 return
             if rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("isSidechain"):
                 return
+            if isinstance(content, str) and content.startswith(_COMMAND_STDOUT):
+                self._compact_output(content, sid)
+                return
             prompt_id = rec.get("promptId")
             text = _prompt_text(message)
             if not isinstance(prompt_id, str) or text is None or system_turn(text) is not None:
@@ -203,7 +209,9 @@ class Observer:
         elif kind == "system":
             subtype = rec.get("subtype")
             if subtype == "compact_boundary" and not rec.get("isSidechain"):
-                self._add("PreCompact", sid, ts, ready=True)
+                # judged once /compact's output (which names the PreCompact commands) or a later
+                # message is read, or the file goes idle
+                self._add("PreCompact", sid, ts)
             elif subtype == "stop_hook_summary":
                 self._stop_summary(rec, sid, ts)
             elif isinstance(rec.get("promptSubmitEnding"), dict):
@@ -242,6 +250,25 @@ class Observer:
             command = commands[culprit]
             ev["err"] = {"exit": attached.get("exit") if attached.get("command") == command else None,
                          "stderr": _stderr(errors[k]) if k < len(errors) else "", "command": command}
+
+    def _compact_output(self, content: str, sid) -> None:
+        """/compact's output lists each PreCompact command: "PreCompact [COMMAND] completed
+        successfully" or "PreCompact [COMMAND] failed: STDERR" (Claude Code 2.1.332)."""
+        target = next((e for e in reversed(self.unready) if e["e"] == "PreCompact" and e["sid"] == sid), None)
+        if target is None:
+            return
+        for line in content[len(_COMMAND_STDOUT):].split("</local-command-stdout>")[0].splitlines():
+            match = _PRECOMPACT_LINE.match(line.strip())
+            if not match:
+                continue
+            command, outcome, stderr = match.groups()
+            ours = (m := OURS.search(command)) is not None and m.group(1) == HOOK_OF["PreCompact"]
+            if outcome == "failed" and (ours or "err" not in target):
+                target["err"] = {"exit": None, "stderr": _stderr(stderr), "command": command}
+            elif ours:
+                target["listed"] = True
+        target["ready"] = True
+        self.unready = [e for e in self.unready if e is not target]
 
     def _attach_failure(self, att: dict, sid, ts) -> None:
         event = att.get("hookEvent")
