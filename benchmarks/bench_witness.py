@@ -3,7 +3,7 @@
 Figures: reconciling 8 MB of new transcript (the per-run budget) as a ratio to a floor measured
 in the same run — reading the same bytes and `json.loads` of every line, the least any reader
 of the transcript does; the no-op reconciliation (nothing new) in ms; and the events judged.
-The transcript is the recorded healthy session (tests/fixtures/transcripts/witness-healthy)
+The transcript is the recorded healthy session (tests/fixtures/transcripts/witness/witness-healthy)
 repeated with fresh ids and large tool results, every event with its heartbeat row, so the
 figure is the healthy case: every event matched.
 """
@@ -28,7 +28,7 @@ def _build(root: str, conn, path: str) -> int:
     """Write the transcript and the matching heartbeats; return the number of copies."""
     from memory_core.store.db import write
 
-    fixture = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "transcripts")
+    fixture = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "transcripts", "witness")
     with open(os.path.join(fixture, "witness-healthy.jsonl"), encoding="utf-8") as fh:
         template = fh.read()
     with open(os.path.join(fixture, "witness-healthy.rows.json"), encoding="utf-8") as fh:

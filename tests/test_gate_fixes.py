@@ -571,13 +571,13 @@ def pre_tool_entry_removed(root):
 
 
 def _recorded_transcript(root, name: str) -> str:
-    """A session recorded with the real CLI (tests/fixtures/transcripts/witness-NAME.jsonl),
+    """A session recorded with the real CLI (tests/fixtures/transcripts/witness/witness-NAME.jsonl),
     its timestamps moved to the last minutes, in a transcript directory of its own."""
     from datetime import UTC, datetime
 
     from tests.conftest import FIXTURES
 
-    with open(os.path.join(FIXTURES, "transcripts", f"witness-{name}.jsonl"), encoding="utf-8") as fh:
+    with open(os.path.join(FIXTURES, "transcripts", "witness", f"witness-{name}.jsonl"), encoding="utf-8") as fh:
         records = [json.loads(line) for line in fh if line.strip()]
     stamps = [datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")) for r in records if r.get("timestamp")]
     shift = datetime.now(UTC) - min(stamps)  # the session starts now, after the store
@@ -601,7 +601,7 @@ def _replay_hooks(root, name: str, sid: str, path: str) -> None:
     then (its rows file), with the ids Claude Code gave them."""
     from tests.conftest import FIXTURES
 
-    with open(os.path.join(FIXTURES, "transcripts", f"witness-{name}.rows.json"), encoding="utf-8") as fh:
+    with open(os.path.join(FIXTURES, "transcripts", "witness", f"witness-{name}.rows.json"), encoding="utf-8") as fh:
         rows_ = json.load(fh)["heartbeats"]
     events = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "post-tool": "PostToolUse",
               "pre-tool": "PreToolUse", "stop": "Stop", "session-end": "SessionEnd"}

@@ -23,7 +23,7 @@ from probes import gate, witness
 from tests.conftest import FIXTURES
 from tests.gate_helpers import evidence, make_project, open_store
 
-TRANSCRIPTS = os.path.join(FIXTURES, "transcripts")
+TRANSCRIPTS = os.path.join(FIXTURES, "transcripts", "witness")
 S = 10**9
 
 
@@ -299,7 +299,8 @@ def test_findings_are_bounded(tmp_path):
 
 # -- every recorded transcript, of every CLI version the fixtures hold --------------------------------
 
-@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(TRANSCRIPTS, "*.jsonl"))),
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(FIXTURES, "transcripts", "*.jsonl"))
+                                        + glob.glob(os.path.join(TRANSCRIPTS, "*.jsonl"))),
                          ids=os.path.basename)
 def test_every_tool_call_the_matcher_covers_becomes_exactly_one_pre_tool_event(path):
     """Counted independently: tool_use blocks whose name memhealth's matcher covers."""

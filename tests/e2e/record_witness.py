@@ -2,7 +2,7 @@
 scripted model) with memhealth's wiring broken in known ways, and the heartbeat rows
 memhealth wrote during them.
 
-    .venv/bin/python -m tests.e2e.record_witness      # rewrites tests/fixtures/transcripts/witness-*
+    .venv/bin/python -m tests.e2e.record_witness      # rewrites tests/fixtures/transcripts/witness/witness-*
 
 Each scenario leaves `witness-NAME.jsonl` (the transcript, paths scrubbed to
 /home/dev/ledger-service and /home/dev, bulky attachments the witness never reads dropped:
@@ -22,7 +22,7 @@ from tests.e2e.claude_cli import install
 from tests.e2e.harness import SampleProject, Session, settled_capture_outcomes
 from tests.e2e.messages_api import ScriptedModel, text, tool_use
 
-OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "transcripts")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "transcripts", "witness")
 DROPPED = {"prompt_snapshot", "skill_listing", "agent_listing_delta", "deferred_tools_delta"}
 DROPPED_RECORDS = {"api-request", "api-request-blob", "api-request-shape"}  # request copies
 BOOM = "sh -c 'echo boom >&2; exit 1'"
