@@ -42,6 +42,7 @@ from datetime import datetime
 
 from memory_core.delivery.intent import system_turn
 from memory_core.ingest.transcripts import auto_dir
+from memory_core.outbox.rollups import bump
 from memory_core.store.db import write
 from memory_core.store.meta import get_meta, set_meta
 from probes.heartbeats import SESSIONS_KEY
@@ -602,6 +603,7 @@ def _record(conn, findings: list[dict], now_ns: int, path: str, report: Report) 
             "last_ns, transcript, detail) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (now_ns, sid, event, kind, g["n"], exit_code, stderr or None, g["first"], g["last"], path,
              json.dumps(detail, sort_keys=True) if detail else None))
+        bump(conn, "memhealth_witness_findings_total", {"event": event, "kind": kind}, g["n"])
         report.findings += 1
 
 

@@ -388,3 +388,18 @@ def test_held_out_sessions_give_exactly_the_findings_written_before_they_were_re
         result = evaluate(tmp_path / "as-found", name, [DEVIATIONS[name][1]])
     assert result["fp"] == 0 and result["fn"] == 0, (HELD_OUT[name]["why"], result)
     assert result["judged"] > 0
+
+
+def test_findings_are_counted_in_the_witness_metric(tmp_path):
+    from prometheus_client import CollectorRegistry
+
+    from telemetry.collector import StoreCollector
+
+    replay = Replay(tmp_path, "mixed")
+    replay.reconcile()
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(os.path.join(replay.root, ".memhealth", "memory.db")))
+    value = registry.get_sample_value
+    assert value("memhealth_witness_findings_total", {"event": "PostToolUse", "kind": "failed"}) == 2
+    assert value("memhealth_witness_findings_total", {"event": "Stop", "kind": "failed"}) == 1
+    assert value("memhealth_witness_findings_total", {"event": "PreToolUse", "kind": "not_run"}) == 0
