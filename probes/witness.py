@@ -41,6 +41,7 @@ from collections import Counter
 from datetime import datetime
 
 from memory_core.delivery.intent import system_turn
+from memory_core.errors import MemoryCoreError
 from memory_core.ingest.transcripts import auto_dir
 from memory_core.outbox.rollups import bump
 from memory_core.store.db import write
@@ -94,7 +95,12 @@ def _stderr(text) -> str:
     for prefix in _STDERR_PREFIXES:
         if text.startswith(prefix):
             text = text[len(prefix):]
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    # a Python traceback says what failed on its last line (an ImportError before memhealth
+    # could start), not on its first
+    line = lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
     return line[:200]
 
 
@@ -640,10 +646,16 @@ def hook_witness(ev) -> CheckResult:
     kind was recorded since; a failure of another hook (our row exists) is not ours."""
     if not ev.has_table("witness_findings"):
         return note("witness tables missing (store older than this memhealth)", fix="memhealth gate")
-    read = ""
+    read, unread = "", ""
     if getattr(ev, "witness", False):
-        rep = reconcile(ev.conn, ev.root, ev.cfg, ev.now_ns, deadline=time.monotonic() + 5.0)
-        read = f"; read {rep.bytes_read} new transcript bytes" + (" (more next run)" if rep.more else "")
+        try:
+            rep = reconcile(ev.conn, ev.root, ev.cfg, ev.now_ns, deadline=time.monotonic() + 5.0)
+            read = f"; read {rep.bytes_read} new transcript bytes" + (" (more next run)" if rep.more else "")
+        except (MemoryCoreError, ev.conn.Error) as exc:
+            # a store that cannot take the findings is named by the checks of the store; what
+            # was recorded before is still judged
+            unread = (f"transcripts not read this run: the store cannot take findings "
+                      f"({getattr(exc, 'reason', type(exc).__name__)})")
     acked = ev.acked_ns("hook_witness")
     rows = ev.conn.execute(
         "SELECT event, kind, sum(n), max(last_ns), count(DISTINCT session_id) FROM witness_findings "
@@ -701,8 +713,8 @@ def hook_witness(ev) -> CheckResult:
         fix = "; ".join(fixes) + ", or `memhealth gate --ack hook_witness` acknowledges it"
         detail = "; ".join(d for d, _ in reds)
         return red(detail if len(reds) == 1 else f"{len(reds)} findings: {detail}", fix)
-    if recovered:
-        return note("; ".join(recovered), audience=OPERATOR)
+    if recovered or unread:
+        return note("; ".join(recovered + ([unread] if unread else [])), audience=OPERATOR)
     return green("every event in the transcripts read so far has its memhealth row" + read)
 
 

@@ -403,3 +403,25 @@ def test_findings_are_counted_in_the_witness_metric(tmp_path):
     assert value("memhealth_witness_findings_total", {"event": "PostToolUse", "kind": "failed"}) == 2
     assert value("memhealth_witness_findings_total", {"event": "Stop", "kind": "failed"}) == 1
     assert value("memhealth_witness_findings_total", {"event": "PreToolUse", "kind": "not_run"}) == 0
+
+
+def test_a_traceback_on_stderr_is_named_by_its_last_line():
+    # what a memhealth that cannot even import leaves: exit 1 and a traceback
+    att = {"type": "hook_non_blocking_error", "hookEvent": "PreToolUse", "exitCode": 1,
+           "stderr": "Failed with non-blocking status code: Traceback (most recent call last):\n"
+                     '  File "/venv/bin/memhealth", line 5, in <module>\n'
+                     "ModuleNotFoundError: No module named 'memhealth'",
+           "command": "/venv/bin/memhealth hook pre-tool"}
+    assert witness._failure(att) == {"exit": 1, "stderr": "ModuleNotFoundError: No module named 'memhealth'",
+                                     "command": "/venv/bin/memhealth hook pre-tool"}
+
+
+def test_a_store_that_cannot_take_findings_still_gets_a_verdict(tmp_path):
+    from memory_core.store.db import sqlite3
+
+    replay = Replay(tmp_path, "boom")
+    db = os.path.join(replay.root, ".memhealth", "memory.db")
+    readonly = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    ev = evidence(replay.root, readonly, now=(replay.end_ns + 180 * S) / 1e9, witness=True)
+    result = witness.hook_witness(ev)
+    assert result.status == "note" and "transcripts not read this run" in result.detail, result
