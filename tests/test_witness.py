@@ -425,3 +425,15 @@ def test_a_store_that_cannot_take_findings_still_gets_a_verdict(tmp_path):
     ev = evidence(replay.root, readonly, now=(replay.end_ns + 180 * S) / 1e9, witness=True)
     result = witness.hook_witness(ev)
     assert result.status == "note" and "transcripts not read this run" in result.detail, result
+
+
+def test_the_report_lists_what_the_witness_found(tmp_path):
+    from telemetry.report import build_report, render_text
+
+    replay = Replay(tmp_path, "boom")
+    replay.reconcile()
+    data = build_report(replay.conn, now_ns=replay.end_ns + 300 * S, killed_after_s=None)
+    assert [(r["event"], r["kind"], r["count"], r["exit_code"], r["stderr"]) for r in data["witness"]] == [
+        ("PreToolUse", "failed", 3, 1, "boom")]
+    text = render_text(data)
+    assert "Transcript witness" in text and "PreToolUse" in text and "boom" in text
