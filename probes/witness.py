@@ -53,7 +53,6 @@ from probes.wiring import (
     OURS,
     TOOLS_OF,
     init_command,
-    matcher_covers,
     read_wiring,
     settings_files,
 )
@@ -186,7 +185,7 @@ class Observer:
             for block in message.get("content") if isinstance(message.get("content"), list) else ():
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                     name = block.get("name") if isinstance(block.get("name"), str) else ""
-                    if any(matcher_covers(t, name) for t in TOOLS_OF["PreToolUse"]):
+                    if name in TOOLS_OF["PreToolUse"]:
                         self._add("PreToolUse", sid, ts, block["id"][:200], name, msg)
         elif kind == "user":
             message = rec.get("message")

@@ -127,6 +127,16 @@ def test_a_healthy_session_with_a_compaction_matches_every_event_to_its_row(tmp_
     assert replay.check().status == "green"
 
 
+def test_tool_calls_the_permission_check_refuses_still_have_their_pre_tool_rows(tmp_path):
+    # PreToolUse fires before the permission check; a refused call gets no PostToolUse
+    replay = Replay(tmp_path, "denied")
+    report = replay.reconcile()
+    assert replay.findings() == [] and report.judged == report.matched, report.to_dict()
+    refused = [b for r in replay.records if r.get("type") == "user" and isinstance(r["message"].get("content"), list)
+               for b in r["message"]["content"] if b.get("type") == "tool_result" and b.get("is_error")]
+    assert len(refused) == 2
+
+
 def test_rows_without_an_event_ref_still_match_by_hook_session_and_time(tmp_path):
     # rows written before heartbeats had event_ref (or reaped from the start journal)
     replay = Replay(tmp_path, "healthy", drop_refs=True)

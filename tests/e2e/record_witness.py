@@ -72,6 +72,14 @@ def scenario_healthy(world):
     return [first, world.session.run("/compact", resume=first.session_id)]
 
 
+def scenario_denied(world):
+    """Tool calls the permission check refuses still fire PreToolUse (and no PostToolUse)."""
+    world.model.extend([
+        [text("Writing."), tool_use("Write", {"file_path": os.path.join(world.root, "x.txt"), "content": "x"})],
+        [tool_use("Bash", {"command": "rm -rf /nonexistent-dir", "description": "clean"})], [text("Done.")]])
+    return [world.session.run("write a file", tools="Read")]
+
+
 # -- held out: recorded after their expected findings were written (witness-heldout.expected.json)
 
 def _fail(word: str, code: int = 1) -> str:
@@ -131,7 +139,7 @@ def heldout_session_start_broken(world):
 
 
 SCENARIOS = {"boom": scenario_boom, "removed": scenario_removed, "mixed": scenario_mixed,
-             "healthy": scenario_healthy,
+             "healthy": scenario_healthy, "denied": scenario_denied,
              "heldout-parallel": heldout_parallel, "heldout-interpreter-gone": heldout_interpreter_gone,
              "heldout-prompt-removed": heldout_prompt_removed, "heldout-compact-broken": heldout_compact_broken,
              "heldout-matcher-narrow": heldout_matcher_narrow,
