@@ -301,7 +301,12 @@ class Observer:
             return
         elif event == "SessionStart":
             target = next((e for e in reversed(self.pending) if e["e"] == event and e["sid"] == sid), None)
-            if target is None:
+            if target is None and sid in self.started:
+                # a later start of a session already judged (a resume, a compaction): this start
+                # needs its own row, near the failure
+                target = self._add("SessionStart", sid, ts, ready=True)
+                target["window"] = True
+            elif target is None:
                 self.errs[f"SessionStart:{sid}"] = fail
                 return
         else:  # SessionEnd: no row to match here; said only when the failure is ours
@@ -515,7 +520,7 @@ def _matched(conn, ev: dict, used: set[int], recorded: set[tuple[str, str]]) -> 
     ts = ev.get("ts") or 0
     if ev.get("ref") and (hook, ev["ref"]) in recorded:
         return True
-    if ev["e"] == "SessionStart":
+    if ev["e"] == "SessionStart" and not ev.get("window"):
         return conn.execute("SELECT 1 FROM heartbeats WHERE hook = 'session-start' AND session_id = ? LIMIT 1",
                             (ev["sid"],)).fetchone() is not None
     lo, hi = (ts - COMPACT_WINDOW_NS, ts + 5 * 10**9) if ev["e"] == "PreCompact" else \

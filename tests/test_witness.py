@@ -447,3 +447,21 @@ def test_the_report_lists_what_the_witness_found(tmp_path):
         ("PreToolUse", "failed", 3, 1, "boom")]
     text = render_text(data)
     assert "Transcript witness" in text and "PreToolUse" in text and "boom" in text
+
+
+def test_a_failed_start_of_a_resumed_session_needs_a_row_near_it(tmp_path):
+    replay = Replay(tmp_path, "healthy")
+    replay.reconcile()  # the session and its first start: judged, all matched
+    later = replay.end_ns + 3600 * S
+    from datetime import UTC, datetime
+
+    stamp = datetime.fromtimestamp(later / 1e9, UTC).isoformat().replace("+00:00", "Z")
+    failure = {"type": "attachment", "sessionId": replay.sid, "timestamp": stamp,
+               "attachment": {"type": "hook_non_blocking_error", "hookName": "SessionStart:resume",
+                              "hookEvent": "SessionStart", "exitCode": 127,
+                              "stderr": "/bin/sh: 1: /gone/bin/memhealth: not found", "command": "/gone/bin/memhealth hook session-start"}}
+    with open(replay.path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(failure) + "\n")
+    os.utime(replay.path, ns=(later, later))
+    witness.reconcile(replay.conn, replay.root, replay.cfg, now_ns=later + 120 * S)
+    assert [f[:5] for f in replay.findings()] == [("SessionStart", "failed", 1, 127, "/bin/sh: 1: /gone/bin/memhealth: not found")]
