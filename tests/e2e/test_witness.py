@@ -106,3 +106,30 @@ def test_a_pre_tool_entry_removed_from_the_settings_is_red_naming_the_event_unti
     with open(_settings(e2e), encoding="utf-8") as fh:
         pre = json.load(fh)["hooks"]["PreToolUse"]
     assert any("hook pre-tool" in h["command"] for g in pre for h in g["hooks"]), pre
+
+
+def test_pre_tool_removed_from_the_settings_mid_session_is_red_for_the_calls_after_it(e2e):
+    """Claude Code reloads its settings while a session runs: the calls after the edit fire
+    with no memhealth hook; the one before it was recorded."""
+    import time
+
+    api = os.path.join(e2e.project.root, "src", "api.py")
+
+    def remove_then_read(_body):
+        _edit_hooks(e2e, lambda hooks: hooks.pop("PreToolUse"))
+        time.sleep(3.0)  # the CLI's settings watcher picks the edit up before the next call
+        return [tool_use("Read", {"file_path": api})]
+
+    run = e2e.run("Read the API module three times, please.",
+                  [[text("Reading the API."), tool_use("Read", {"file_path": api})], remove_then_read,
+                   [tool_use("Read", {"file_path": api})], [text("Read it three times.")]])
+    data = _gate(e2e.project.root)
+    witness = _check(data, "hook_witness")
+    assert witness["status"] == "red", witness
+    assert "PreToolUse fired 2 time(s) with no memhealth hook run" in witness["detail"], witness
+    assert run.session_id[:8] in witness["detail"]
+    assert _check(data, "hook_wiring")["status"] == "red"
+    for fix in (_check(data, "hook_wiring")["fix"], witness["fix"]):
+        for command in commands_in(fix):
+            run_fix(e2e.project.root, command)
+    assert _gate(e2e.project.root)["red"] == 0
