@@ -42,7 +42,6 @@ from datetime import datetime
 
 from memory_core.delivery.intent import system_turn
 from memory_core.errors import MemoryCoreError
-from memory_core.ingest.transcripts import auto_dir
 from memory_core.outbox.rollups import bump
 from memory_core.store.db import write
 from memory_core.store.meta import get_meta, set_meta
@@ -320,6 +319,8 @@ class Observer:
 def transcript_paths(conn, root: str, cfg: dict) -> list[str]:
     """The project's transcripts (`<session>.jsonl` and `<session>/subagents/*.jsonl`) in
     the directories [ingest].transcripts names, newest first, at most MAX_FILES."""
+    from memory_core.ingest.transcripts import auto_dir  # only when transcripts are read
+
     dirs: list[str] = []
     for entry in cfg.get("ingest", {}).get("transcripts", ["auto"]):
         if entry == "auto":
