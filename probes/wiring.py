@@ -71,10 +71,11 @@ class Wiring:
     """What the settings files wire: per event, our handlers as (scope, matcher, command);
     our commands filed under the wrong event; files that cannot be read; `disableAllHooks`."""
 
-    __slots__ = ("ours", "misplaced", "problems", "disabled", "scopes")
+    __slots__ = ("ours", "others", "misplaced", "problems", "disabled", "scopes")
 
     def __init__(self):
         self.ours: dict[str, list[tuple[str, object, str]]] = {}
+        self.others: dict[str, list[tuple[str, str]]] = {}   # event -> (scope, command) not ours
         self.misplaced: list[tuple[str, str, str]] = []   # (scope, event found under, our hook)
         self.problems: list[str] = []
         self.disabled: list[str] = []
@@ -125,6 +126,9 @@ def read_wiring(files: list[tuple[str, str]]) -> Wiring:
                     command = handler.get("command") if isinstance(handler, dict) else None
                     match = OURS.search(command) if isinstance(command, str) else None
                     if not match:
+                        if isinstance(command, str) or isinstance(handler, dict) and handler.get("url"):
+                            wiring.others.setdefault(event, []).append(
+                                (scope, command if isinstance(command, str) else str(handler.get("url"))))
                         continue
                     wiring.scopes.add(scope)
                     if HOOK_OF.get(event) == match.group(1):
@@ -161,10 +165,17 @@ def hook_wiring(ev) -> CheckResult:
     missing = [event for event, _hook, _tools in NEEDED if not wiring.runs(event)]
     if missing:
         places = ", ".join(_show(p) for _s, p in files)
+        instead = []
+        for event in missing:  # what runs there now: a wrapper that replaced ours, another tool's hook
+            others = wiring.others.get(event, [])
+            if others:
+                shown = ", ".join(f"`{c[:80]}` ({os.path.basename(dict(files)[sc])})" for sc, c in others[:2])
+                instead.append(f"{event} runs {shown}" + (f" and {len(others) - 2} more" if len(others) > 2 else ""))
         reds.append((f"{', '.join(missing)} {'does' if len(missing) == 1 else 'do'} not run memhealth in any "
                      f"settings file Claude Code reads ({places}): "
                      + ("nothing memhealth does on those events happens" if len(missing) > 1 else
-                        _CONSEQUENCE.get(missing[0], "that hook never runs")),
+                        _CONSEQUENCE.get(missing[0], "that hook never runs"))
+                     + (f"; instead {'; '.join(instead)}" if instead else ""),
                      f"{init} (adds the missing entries; restart a running Claude Code session)"))
     for event, _hook, tools in NEEDED:
         if not tools or not wiring.runs(event):

@@ -77,6 +77,8 @@ def test_a_command_replaced_by_another_is_red_like_a_missing_one(tmp_path):
         command="sh -c 'exit 1'"))
     check = _wiring(root, env)
     assert check["status"] == "red" and "UserPromptSubmit does not run memhealth" in check["detail"], check
+    # what runs there instead is named: the witness's FIX points here for it
+    assert "instead UserPromptSubmit runs `sh -c 'exit 1'` (settings.local.json)" in check["detail"], check
 
 
 def test_a_matcher_that_leaves_out_tools_is_red_and_its_printed_edit_clears_it(tmp_path):
