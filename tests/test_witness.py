@@ -465,3 +465,16 @@ def test_a_failed_start_of_a_resumed_session_needs_a_row_near_it(tmp_path):
     os.utime(replay.path, ns=(later, later))
     witness.reconcile(replay.conn, replay.root, replay.cfg, now_ns=later + 120 * S)
     assert [f[:5] for f in replay.findings()] == [("SessionStart", "failed", 1, 127, "/bin/sh: 1: /gone/bin/memhealth: not found")]
+
+
+def test_serves_scheduled_gate_reads_the_transcripts(tmp_path):
+    from memhealth.project import Project
+    from telemetry.serve import gate_probe
+
+    replay = Replay(tmp_path, "boom")
+    replay.cfg["gate"]["heartbeat_max_age_days"] = 3650.0  # serve's clock is today's; the session is recorded
+    gate_probe(replay.conn, replay.cfg, Project(replay.root))
+    assert [f[:5] for f in replay.findings()] == [("PreToolUse", "failed", 3, 1, "boom")]
+    (status,) = replay.conn.execute("SELECT status FROM gate_checks WHERE name = 'hook_witness' "
+                                    "ORDER BY run_id DESC LIMIT 1").fetchone()
+    assert status == "red"
