@@ -135,6 +135,9 @@ def test_our_command_under_the_wrong_event_is_named(tmp_path):
     _edit(_settings(root), misfile)
     check = _wiring(root, env)
     assert check["status"] == "red" and "runs `memhealth hook stop` under PostToolUse" in check["detail"], check
+    assert check["fix"].startswith("remove that entry from PostToolUse in ")
+    _edit(_settings(root), lambda d: d["hooks"]["PostToolUse"][0]["hooks"].pop())  # as the FIX says
+    assert _wiring(root, env)["status"] == "green"
 
 
 def test_an_unparsable_user_settings_file_is_named(tmp_path):
@@ -145,3 +148,7 @@ def test_an_unparsable_user_settings_file_is_named(tmp_path):
         fh.write("{not json")
     check = _wiring(root, env)
     assert check["status"] == "red" and "~/.claude/settings.json is not valid JSON" in check["detail"], check
+    assert check["fix"] == "fix the JSON by hand (memhealth init refuses to overwrite it)"
+    with open(user, "w", encoding="utf-8") as fh:
+        fh.write("{}")
+    assert _wiring(root, env)["status"] == "green"
