@@ -427,14 +427,16 @@ def reconcile(conn, root: str, cfg: dict, now_ns: int | None = None, max_bytes: 
 
 
 def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, report: Report) -> int:
-    row = conn.execute("SELECT ino, head, offset, state FROM witness_marks WHERE path = ?", (path,)).fetchone()
+    row = conn.execute("SELECT ino, head, offset, state, updated_ns FROM witness_marks WHERE path = ?",
+                       (path,)).fetchone()
+    mark_seen = (row[2], row[4]) if row else None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return 0
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        ino, head, offset, raw_state = row if row else (None, None, 0, None)
+        ino, head, offset, raw_state = row[:4] if row else (None, None, 0, None)
         try:
             state = json.loads(raw_state) if raw_state else {}
         except ValueError:
@@ -480,6 +482,11 @@ def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, repor
     if offset + len(data) < st.st_size:
         report.more = True
     with write(conn):
+        # two reconcilers at once (serve's gate and a `memhealth gate`) must not both record
+        # the same bytes: the first to commit wins, the other finds the mark moved and stops
+        now_mark = conn.execute("SELECT offset, updated_ns FROM witness_marks WHERE path = ?", (path,)).fetchone()
+        if now_mark != mark_seen:
+            return 0
         findings = _judge(conn, observer, floor, report, path)
         _record(conn, findings, now_ns, path, report)
         conn.execute(

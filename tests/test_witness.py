@@ -480,3 +480,24 @@ def test_serves_scheduled_gate_reads_the_transcripts(tmp_path):
     (status,) = replay.conn.execute("SELECT status FROM gate_checks WHERE name = 'hook_witness' "
                                     "ORDER BY run_id DESC LIMIT 1").fetchone()
     assert status == "red"
+
+
+def test_two_reconcilers_at_once_record_each_finding_once(tmp_path, monkeypatch):
+    """serve's gate and a `memhealth gate` reading the same new bytes: while the first is still
+    parsing, the second reconciles and commits; the first must then record nothing."""
+    replay = Replay(tmp_path, "boom")
+    other = open_store(replay.root)
+    observe = witness.Observer.observe
+    raced = []
+
+    def observe_and_race(self, rec):
+        if not raced:
+            raced.append(None)  # the second reconciler observes unpatched from here on
+            raced[0] = witness.reconcile(other, replay.root, replay.cfg, now_ns=replay.end_ns + 120 * S)
+        return observe(self, rec)
+
+    monkeypatch.setattr(witness.Observer, "observe", observe_and_race)
+    first = witness.reconcile(replay.conn, replay.root, replay.cfg, now_ns=replay.end_ns + 120 * S)
+    other.close()
+    assert raced[0].findings == 1 and first.findings == 0
+    assert sum(f[2] for f in replay.findings()) == 3
