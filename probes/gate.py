@@ -44,7 +44,7 @@ CHECKS = (
     ("embedding_path", _embedding_path),
     ("integrations", checks.integrations),
     ("telemetry_pipeline", checks.telemetry_pipeline),
-    # -- issue21-witness: the wiring at configuration time, the transcript as a witness
+    # -- hooks that do not run: the wiring at configuration time, the transcript as a witness
     ("hook_wiring", wiring.hook_wiring),
     ("hook_witness", witness.hook_witness),
 )

@@ -31,7 +31,7 @@ MCP_OUTCOMES = ("ok", "error")
 # Cue-anchored delivery (memory_core.delivery.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
-# -- issue21-witness: the transcript as a witness (probes.witness)
+# -- the transcript as a witness (probes.witness)
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
                  "SessionEnd")  # the events memhealth is wired to, as Claude Code names them
 WITNESS_KINDS = ("failed", "not_run", "lost")
@@ -87,7 +87,7 @@ METRICS: tuple[Metric, ...] = (
            label_values={"hook": HEARTBEATS}),
     Metric("memhealth_hook_last_success_timestamp_seconds", "gauge", "s",
            "Unix time of the last successful invocation of each hook.", ("hook",)),
-    # -- issue21-witness
+    # -- the transcript as a witness (probes.witness)
     Metric("memhealth_witness_findings_total", "counter", "1",
            "Events a session transcript showed that no memhealth row recorded, by Claude Code event "
            "and kind (failed: a hook failure before memhealth ran; not_run: no memhealth hook ran; "

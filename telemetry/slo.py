@@ -120,7 +120,7 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("telemetry_pipeline", "warning", "15m", "telemetry",
               "an exporter ran before and the oldest span in the outbox is older than the "
               "export lag budget", ("MemhealthExporterDown",)),
-    # -- issue21-witness: both are about hooks that do not run, so they alert like hook_heartbeats
+    # -- hooks that do not run (probes.wiring, probes.witness): they alert like hook_heartbeats
     GateCheck("hook_wiring", "warning", "15m", "hooks",
               "an event memhealth needs is in no settings file Claude Code reads, runs another "
               "command, matches too few tools, or hooks are disabled"),

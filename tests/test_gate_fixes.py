@@ -553,7 +553,7 @@ def tool_calls_left_without_a_cue_evaluation(root):
     assert check(root, "cue_delivery")["status"] == "green"  # evaluated again: nothing new to report
 
 
-# -- issue21-witness: hook_wiring, hook_witness -------------------------------------------------
+# -- hook_wiring, hook_witness: hooks that do not run -----------------------------------------
 
 @scenario("hook_wiring")
 def pre_tool_entry_removed(root):

@@ -419,7 +419,7 @@ CREATE TRIGGER chunk_vectors_count_ad AFTER DELETE ON chunk_vectors BEGIN
     UPDATE vector_counts SET n = n - 1 WHERE name = 'chunk_vectors';
 END;
 """),
-    # -- issue21-witness: the transcript as a witness ------------------------------------------
+    # -- the transcript as a witness (probes.witness) -----------------------------------------
     (7, "the transcript as a witness: the id of the event a hook ran for, findings, offsets", """
 -- the id Claude Code gave the event a hook ran for: tool_use_id (pre-tool, post-tool),
 -- prompt_id (prompt); NULL for other events and for rows written before this migration
@@ -455,7 +455,7 @@ CREATE TABLE witness_marks (
     updated_ns  INTEGER NOT NULL
 ) WITHOUT ROWID;
 """),
-    # -- end issue21-witness -------------------------------------------------------------------
+    # -- end of the transcript witness ------------------------------------------------------
 ]
 
 LATEST = MIGRATIONS[-1][0]

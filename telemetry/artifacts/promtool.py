@@ -131,7 +131,7 @@ GATE_CASES = {
     "telemetry_pipeline": ("warning", "telemetry", 15,
                            "an exporter ran before and the oldest span in the outbox is older "
                            "than the export lag budget"),
-    # -- issue21-witness
+    # -- hooks that do not run (probes.wiring, probes.witness)
     "hook_wiring": ("warning", "hooks", 15,
                     "an event memhealth needs is in no settings file Claude Code reads, runs "
                     "another command, matches too few tools, or hooks are disabled"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -151,8 +152,14 @@ class World:
         self.root, self.session, self.model = root, session, model
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def _scrub(text_: str, root: str, home: str) -> str:
-    return text_.replace(root, "/home/dev/ledger-service").replace(home, "/home/dev")
+    """Machine paths out: the project, HOME, its transcript directory's slug, this checkout."""
+    slug = re.sub(r"[^A-Za-z0-9]", "-", root)
+    return (text_.replace(root, "/home/dev/ledger-service").replace(home, "/home/dev")
+            .replace(slug, "-home-dev-ledger-service").replace(REPO, "/opt/memhealth"))
 
 
 def record(name: str, binary: str, base: str) -> None:
