@@ -383,10 +383,10 @@ def _same_head(fh, head: str) -> bool:
 class Report:
     """What one reconciliation did: bytes and files read, events judged, findings recorded."""
 
-    __slots__ = ("bytes_read", "files_read", "judged", "matched", "findings", "more")
+    __slots__ = ("files_found", "bytes_read", "files_read", "judged", "matched", "findings", "more")
 
     def __init__(self):
-        self.bytes_read = self.files_read = self.judged = self.matched = self.findings = 0
+        self.files_found = self.bytes_read = self.files_read = self.judged = self.matched = self.findings = 0
         self.more = False
 
     def to_dict(self) -> dict:
@@ -416,7 +416,9 @@ def reconcile(conn, root: str, cfg: dict, now_ns: int | None = None, max_bytes: 
     report = Report()
     floor = _floor_ns(conn, cfg, now_ns)
     budget = max_bytes
-    for path in transcript_paths(conn, root, cfg):
+    paths = transcript_paths(conn, root, cfg)
+    report.files_found = len(paths)
+    for path in paths:
         if budget <= 0 or (deadline is not None and time.monotonic() > deadline):
             report.more = True
             break
@@ -663,6 +665,11 @@ def hook_witness(ev) -> CheckResult:
         try:
             rep = reconcile(ev.conn, ev.root, ev.cfg, ev.now_ns, deadline=time.monotonic() + 5.0)
             read = f"; read {rep.bytes_read} new transcript bytes" + (" (more next run)" if rep.more else "")
+            if not rep.files_found and ev.last_activity_ns() is not None:
+                # sessions ran, yet no transcript is where [ingest].transcripts points: blind
+                unread = ("no transcript found for the sessions that ran ([ingest].transcripts, "
+                          "the directory the hooks reported, ~/.claude/projects/<slug>): the witness "
+                          "cannot check them")
         except (MemoryCoreError, ev.conn.Error) as exc:
             # a store that cannot take the findings is named by the checks of the store; what
             # was recorded before is still judged

@@ -501,3 +501,13 @@ def test_two_reconcilers_at_once_record_each_finding_once(tmp_path, monkeypatch)
     other.close()
     assert raced[0].findings == 1 and first.findings == 0
     assert sum(f[2] for f in replay.findings()) == 3
+
+
+def test_sessions_that_ran_with_no_transcript_to_read_are_a_note_not_a_silent_green(tmp_path):
+    replay = Replay(tmp_path, "healthy")
+    os.unlink(replay.path)
+    result = replay.check()
+    assert result.status == "note" and "no transcript found for the sessions that ran" in result.detail, result
+    idle = Replay(tmp_path / "idle", "healthy", rows=False)
+    os.unlink(idle.path)
+    assert idle.check().status == "green"  # no session ever ran: nothing to witness
