@@ -497,7 +497,7 @@ def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, repor
             "offset = excluded.offset, state = excluded.state, updated_ns = excluded.updated_ns",
             (path, st.st_ino, head if new_offset else None, new_offset,
              json.dumps(observer.state(), separators=(",", ":")), now_ns))
-    return len(consumed)
+    return new_offset - offset
 
 
 def _skip_line(fh, pos: int) -> int | None:
