@@ -35,12 +35,17 @@ def session_start(ctx) -> str | None:
         ctx.problem("capture", f"{type(exc).__name__}: {exc}")
     source = ctx.payload.get("source")
     body = session_render(ctx.conn, source if isinstance(source, str) else None)
-    pinned = session_start_cues(ctx)
+    pinned, cued = session_start_cues(ctx)
     # pinned items before the summary: the 10,000-character cap clips the end, never a pinned
     # item; novelty still compares the summary alone (the pinned block is the same by design)
-    memory = "\n".join(part for part in (pinned, body) if part)
+
+    def compose(head: list[str]) -> str:
+        parts = [ctx.part("verdict", "\n".join(line for line in head if line)), ctx.part("pinned", pinned),
+                 ctx.part("cue", cued), ctx.part("summary", body)]
+        return "\n".join(p for p in parts if p)
+
     if ctx.cfg["gate"]["mode"] != "on":
-        return memory
+        return compose([])
     from probes import gate, heartbeats, novelty
     from probes.evidence import Evidence
 
@@ -76,7 +81,7 @@ def session_start(ctx) -> str | None:
     except Exception as exc:  # the gate must never cost the session its context
         ctx.problem(getattr(exc, "reason", "gate"), f"{type(exc).__name__}: {exc}")  # db_locked, not "gate"
         head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
-    return "\n".join(line for line in (*head, memory) if line)
+    return compose(head)
 
 
 def prompt(ctx) -> str | None:
@@ -126,10 +131,10 @@ def prompt(ctx) -> str | None:
     return result.text
 
 
-def session_start_cues(ctx) -> str | None:
+def session_start_cues(ctx) -> tuple[str | None, str | None]:
     """Deliver every pinned item (and `on: session-start` / `on: compact` cues) within the
     pinned budget, naming what does not fit; a clear or compact source starts a new epoch.
-    A failure here costs the pinned block, never the verdict."""
+    Returns (pinned block, cued block). A failure here costs them, never the verdict."""
     from memory_core.delivery import cues
 
     source = ctx.payload.get("source")
@@ -152,8 +157,8 @@ def session_start_cues(ctx) -> str | None:
         ev.write(extra=lambda conn: cues.retain(conn, ev.now_ns))
     except Exception as exc:  # noqa: BLE001 - the verdict must still print
         ctx.problem("cues", f"{type(exc).__name__}: {exc}")
-        return None
-    return "\n".join(t for t in (text, more) if t) or None
+        return None, None
+    return text or None, more or None
 
 
 def _tool(ctx) -> str:
@@ -252,7 +257,7 @@ def prompt_and_cues(ctx) -> str | None:
     except Exception as exc:  # noqa: BLE001 - the cascade's output must still reach Claude
         ctx.problem("cues", f"{type(exc).__name__}: {exc}")
         cued = None
-    return "\n\n".join(t for t in (text, cued) if t) or None
+    return "\n\n".join(t for t in (ctx.part("recall", text), ctx.part("cue", cued)) if t) or None
 
 
 def pre_compact(ctx) -> str | None:
