@@ -33,6 +33,10 @@ def session_start(ctx) -> str | None:
         capture_worker.resume(ctx)
     except Exception as exc:
         ctx.problem("capture", f"{type(exc).__name__}: {exc}")
+    try:
+        autostart_serve(ctx)
+    except Exception as exc:  # noqa: BLE001 - the gate still names a dead transport
+        ctx.problem("transport", f"{type(exc).__name__}: {exc}")
     source = ctx.payload.get("source")
     body = session_render(ctx.conn, source if isinstance(source, str) else None)
     pinned, cued = session_start_cues(ctx)
@@ -71,7 +75,8 @@ def session_start(ctx) -> str | None:
             with write(ctx.conn):
                 set_meta(ctx.conn, OPERATOR_NOTES_SHOWN, notes_key)
         if operator:
-            ctx.notice = "\n".join(["memhealth (for you; Claude does not see this):",
+            ctx.notice = "\n".join([*([ctx.notice] if ctx.notice else []),
+                                    "memhealth (for you; Claude does not see this):",
                                     *(line.strip() for line in operator)])
         # what the next gate compares: this render beside its inputs, and this transcript's size
         novelty.record_render(ctx.conn, ctx.session_id, body, novelty.inputs_signature(ctx.conn), now_ns)
@@ -82,6 +87,43 @@ def session_start(ctx) -> str | None:
         ctx.problem(getattr(exc, "reason", "gate"), f"{type(exc).__name__}: {exc}")  # db_locked, not "gate"
         head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
     return compose(head)
+
+
+# -- the HTTP hook transport: SessionStart starts serve when the person asked for that --------
+AUTOSTART_WAIT_S = 5.0
+
+
+def autostart_serve(ctx) -> str | None:
+    """With the HTTP transport wired and [serve] hook_autostart on, start `memhealth serve`
+    (detached) when nothing answers where the settings point, before the gate looks; returns
+    what happened (recorded as a span attribute), or None when there was nothing to do. The
+    gate's hook_transport check then says whether it answers."""
+    if not ctx.cfg["serve"]["hook_autostart"]:
+        return None
+    import os
+    import time
+
+    from probes.transport import http_wiring, ping
+
+    base = os.path.join(ctx.project.root, ".claude")
+    wired = http_wiring([os.path.join(base, "settings.json"), os.path.join(base, "settings.local.json")])
+    if not wired:
+        return None
+    hook = wired[0]
+    state, _detail = ping(hook.base, hook.authorization, timeout_s=0.5)
+    if state != "unreachable":
+        return None  # it answers (or something else holds the port: the gate says which)
+    from memhealth.hook_server import start_detached
+
+    t0 = time.monotonic()
+    pid, state, detail = start_detached(ctx.project, hook.listen, wait_s=AUTOSTART_WAIT_S)
+    said = f"started pid {pid}: {state}" + ("" if state == "ok" else f" ({detail})")
+    ctx.root.update({"memhealth.transport.autostart": said,
+                     "memhealth.transport.autostart_ms": round((time.monotonic() - t0) * 1000, 1)})
+    if state == "ok":
+        ctx.notice = (ctx.notice + "\n" if ctx.notice else "") + \
+            f"memhealth: started `memhealth serve` for the HTTP hooks (pid {pid}, {hook.base})"
+    return said
 
 
 def prompt(ctx) -> str | None:

@@ -66,7 +66,15 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
         "alerts": _alerts(conn, since),
         "telemetry": _telemetry(conn),
         "cues": _cues(conn, since),
+        # -- what memory costs a session (telemetry/session_cost.py)
+        "session_cost": _session_cost(conn, since, now_ns),
     }
+
+
+def _session_cost(conn, since: int, until: int) -> dict:
+    from telemetry import session_cost
+
+    return session_cost.build(conn, since, until + 1)
 
 
 def _invocations(conn, since: int) -> dict:
@@ -318,6 +326,10 @@ def render_text(data: dict) -> str:
                   [[r["component"], r["reason"], r["count"], _when(r["last_ns"])] for r in data["degradations"]])
     out += ["", "Alert decisions"]
     out += _table(["route", "decision", "count"], [[r["route"], r["decision"], r["count"]] for r in data["alerts"]])
+    if data.get("session_cost"):  # -- what memory costs a session
+        from telemetry import session_cost
+
+        out += [""] + session_cost.render(data["session_cost"], _table, _when)
     tel = data["telemetry"]
     out += ["", "Telemetry pipeline",
             f"  outbox backlog {tel['outbox_backlog']} span(s); last export {_when(tel['last_export_success_ns'])}"
