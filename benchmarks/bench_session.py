@@ -91,7 +91,8 @@ def bench(quick: bool = False) -> list[dict]:
     times: dict[tuple[str, bool], list[float]] = {(s, t): [] for s in SETUPS for t in (True, False)}
     gaps: dict[str, list[float]] = {s: [] for s in SETUPS}
     serve = None
-    with tempfile.TemporaryDirectory() as tmp:
+    # the detached capture workers of the last SessionEnds may still be writing their stores
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         projects = {"none": SampleProject.create(os.path.join(tmp, "bare"), hooks=False),
                     "command": SampleProject.create(os.path.join(tmp, "command")),
                     "http": SampleProject.create(os.path.join(tmp, "http"))}
