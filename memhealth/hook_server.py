@@ -8,7 +8,9 @@ run by memhealth.hooks on a connection serve keeps open.
 What stays warm across events: the open store (no connect and migration check per event),
 every module the handlers import (intent lists, compiled patterns, the search code), and
 process state such as the embedding client's circuit breaker (memory_core.index.embed keeps
-it per process: a dead Ollama is skipped for its cool-down, not retried by every prompt).
+it per process). A command hook's breaker lives for one event; serve's would live forever, so
+the runner closes it every BREAKER_COOLDOWN_S: a dead Ollama is retried at most once per
+cool-down instead of by every prompt, and a recovered one is used again within it.
 Events run one at a time on that connection (a PreToolUse takes about a millisecond; Claude
 Code's parallel tool calls queue behind each other for that long). A database file deleted
 or replaced under serve is noticed by its inode and reopened, as serve's other readers do.
@@ -17,19 +19,25 @@ or replaced under serve is noticed by its inode and reopened, as serve's other r
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import time
 
 from memhealth import hooks
+
+BREAKER_COOLDOWN_S = 30.0
 
 
 class HookRunner:
     """Runs hook events for `project` on one long-lived connection (see module doc)."""
 
-    def __init__(self, project):
+    def __init__(self, project, clock=time.monotonic):
         self.project = project
         self._lock = threading.Lock()
         self._conn = None
         self._opened: tuple[int, int] | None = None
+        self._clock = clock
+        self._breaker_since = clock()
 
     def _identity(self) -> tuple[int, int] | None:
         try:
@@ -55,8 +63,18 @@ class HookRunner:
             self._opened = self._identity()
         return self._conn
 
+    def _cool_down_breaker(self) -> None:
+        now = self._clock()
+        if now - self._breaker_since < BREAKER_COOLDOWN_S:
+            return
+        self._breaker_since = now
+        embed = sys.modules.get("memory_core.index.embed")  # never imported: no circuit to close
+        if embed is not None:
+            embed.reset_circuit()
+
     def run(self, event: str, raw: bytes, out, truncated: bool = False) -> None:
         with self._lock:
+            self._cool_down_breaker()
             conn = self._connection()
             hooks.serve_event(event, raw, self.project, conn, out, truncated=truncated)
             if conn is not None and conn.in_transaction:  # a handler bug left one open

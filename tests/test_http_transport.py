@@ -264,3 +264,31 @@ def test_session_start_starts_serve_when_autostart_is_on(cued_project):
             except ProcessLookupError:
                 break
             time.sleep(0.05)
+
+
+def test_serve_keeps_the_embedding_breaker_open_across_events_for_its_cool_down(cued_project):
+    """In a command hook the breaker lives one event; in serve it carries across events (a
+    dead Ollama is not retried by every prompt) and closes after BREAKER_COOLDOWN_S."""
+    from memhealth import hook_server
+    from memhealth.project import Project
+    from memory_core.index import embed
+
+    now = [1000.0]
+    runner = hook_server.HookRunner(Project(str(cued_project)), clock=lambda: now[0])
+    url = "http://127.0.0.1:9"
+    embed._OPEN[url] = embed.EmbedError("unreachable", "connection refused")
+    out: list[bytes] = []
+    body = json.dumps(payload("stop", cued_project)).encode()
+    try:
+        runner.run("stop", body, out.append)
+        now[0] += hook_server.BREAKER_COOLDOWN_S - 1
+        runner.run("stop", body, out.append)
+        assert embed.circuit_open(url) is not None  # still open: the next prompt skips the dead server
+        now[0] += 2
+        runner.run("stop", body, out.append)
+        assert embed.circuit_open(url) is None  # cooled down: the next prompt tries again
+        assert rows(cued_project, "SELECT count(*), min(pid) FROM heartbeats WHERE hook = 'stop' AND outcome = 'ok'") \
+            == [(3, os.getpid())]
+    finally:
+        embed.forget_process_state()
+        runner.close()
