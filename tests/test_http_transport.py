@@ -292,3 +292,39 @@ def test_serve_keeps_the_embedding_breaker_open_across_events_for_its_cool_down(
     finally:
         embed.forget_process_state()
         runner.close()
+
+
+def test_the_ablation_report_puts_each_arm_s_context_cost_side_by_side(project):
+    """The injection-off arm's saving is the context it kept out: what the baseline emitted
+    against nothing, and the would-inject characters the ablated arm recorded instead."""
+    from memory_core.store.db import connect
+    from tests.test_ablation import BUILD, pass_a_day
+    from tests.test_inject import COMPACTOR, seed
+
+    conn = connect(project / ".memhealth" / "memory.db")
+    seed(conn, extra=[COMPACTOR])
+    conn.close()
+    (project / "src").mkdir(exist_ok=True)
+    (project / "src" / "compactor.py").write_text("def fold(): ...\n", encoding="utf-8")
+    p = str(project)
+    assert run_cli("ablation", "start", "injection-off", "--days", "2", "--project", p).returncode == 0
+    ablated = run_hook("prompt", payload("prompt", project, prompt=BUILD, session_id="s-day1"), cwd=p)
+    assert ablated.stdout == b""
+    (detail,) = rows(project, "SELECT detail FROM decisions")
+    would = json.loads(detail[0])["would_inject_chars"]
+    assert would > 0
+    pass_a_day(project)
+    conn = connect(project / ".memhealth" / "memory.db")
+    with conn:
+        conn.execute("UPDATE context_blocks SET ts_ns = ts_ns - 86400000000000")
+    conn.close()
+    baseline = run_hook("prompt", payload("prompt", project, prompt=BUILD, session_id="s-day2"), cwd=p)
+    emitted = len(baseline.context())
+    data = json.loads(run_cli("report", "--ablation", "--json", "--project", p).stdout)
+    base, abl = data["arms"]["baseline"]["cost"], data["arms"]["ablated"]["cost"]
+    assert (base["context_chars"], abl["context_chars"]) == (emitted, 0)
+    assert base["context_tokens_est"] == -(-emitted // 4)
+    assert (base["would_inject_chars"], abl["would_inject_chars"]) == (0, would)
+    assert base["hook_ms"] > 0 and abl["hook_ms"] > 0
+    text = run_cli("report", "--ablation", "--project", p).stdout
+    assert "recall kept out (would-inject chars)" in text and str(would) in text
