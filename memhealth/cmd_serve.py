@@ -27,7 +27,11 @@ def register(sub):
                     "registry); each project's gate and export run on their own thread (at most 4 "
                     "at once each), so a hung project never holds up another's. "
                     "Server settings (listen, intervals) come from MEMHEALTH_SERVE_* or the "
-                    "defaults; each project's gate and exporter use its own config.")
+                    "defaults; each project's gate and exporter use its own config. "
+                    # -- the HTTP hook transport
+                    "For one project, POST /memhealth/hook/<event> runs Claude Code's hook events "
+                    "when `memhealth init --transport http` wired them here (each request carries "
+                    "the project's secret, .memhealth/hook-secret; without it: 401).")
     add_project_option(p)
     p.add_argument("--all", dest="all_projects", action="store_true",
                    help="serve every registered project on one port (`memhealth init` registers; "
