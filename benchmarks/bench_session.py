@@ -20,6 +20,7 @@ says why and reports nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -110,6 +111,8 @@ def bench(quick: bool = False) -> list[dict]:
                             seconds, got = _session(sessions[s], models[s], projects[s].root, tools)
                             times[(s, tools)].append(seconds)
                             gaps[s].extend(got)
+            code, answer = serve.request("GET", "/memhealth/hook/ping")
+            handled = json.loads(answer)["handled_ms"] if code == 200 else {}
         finally:
             serve.kill()
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -151,4 +154,7 @@ def bench(quick: bool = False) -> list[dict]:
                            target="< 3 ms" if s == "http" and q == 50 else "",
                            note=f"p{q} {p[s][q] * 1000:.1f} ms vs floor {p['none'][q] * 1000:.1f} ms; "
                                 f"{len(gaps[s])} calls vs {n_gaps}"))
+    out.append(row("HTTP hook event, serve-side p50", handled.get("p50") or float("nan"), "ms",
+                   note=f"p99 {handled.get('p99')} ms over the last {handled.get('n')} events: request read "
+                        "to answer sent; the rest of the client-side gap is the CLI and scheduling"))
     return out

@@ -25,6 +25,7 @@ import os
 import socket
 import threading
 import time
+from collections import deque
 
 from memory_core.store import secret
 
@@ -32,6 +33,7 @@ PREFIX = "/memhealth/hook/"
 PING = PREFIX + "ping"
 MAX_BODY_BYTES = 16 * 1024 * 1024  # memhealth.hooks.MAX_STDIN_BYTES: the same cap as stdin
 MAX_CHUNK_LINE = 64
+HANDLED_KEPT = 1000  # events whose serve-side time GET .../ping summarises
 
 
 class HookEndpoint:
@@ -45,6 +47,9 @@ class HookEndpoint:
         self.runner = runner
         self.started_at = time.time()
         self.counts = {"ok": 0, "unauthorized": 0, "bad_request": 0}
+        # serve-side time of the latest events (request read to answer sent): what the client's
+        # wait is beyond the network and its own scheduling
+        self.handled_ms: deque[float] = deque(maxlen=HANDLED_KEPT)
         self._lock = threading.Lock()
 
     def handles(self, path: str) -> bool:
@@ -76,9 +81,12 @@ class HookEndpoint:
                 return
             with self._lock:
                 counts = dict(self.counts)
+                handled = sorted(self.handled_ms)
             _answer(req, 200, _json({"project": self.project.root, "pid": os.getpid(),
                                      "uptime_s": round(time.time() - self.started_at, 3),
-                                     "requests": counts}))
+                                     "requests": counts,
+                                     "handled_ms": {"n": len(handled), "p50": _q(handled, 50),
+                                                    "p99": _q(handled, 99)}}))
             return
         if path == PING:
             _answer(req, 405, _json({"error": f"{PING} takes GET"}))
@@ -88,6 +96,7 @@ class HookEndpoint:
             self._reject(req, 400, "bad_request", problem)
             return
         event = path[len(PREFIX):]
+        t0 = time.perf_counter()
         sent: list[bool] = []
 
         def out(data: bytes) -> None:
@@ -99,6 +108,8 @@ class HookEndpoint:
             self.counts["ok"] += 1
         if not sent:
             _answer(req, 200, b"")  # nothing to say: Claude Code reads an empty body as {}
+        with self._lock:
+            self.handled_ms.append((time.perf_counter() - t0) * 1000)
         if truncated:
             req.close_connection = True  # the rest of the body is still on the socket
 
@@ -145,6 +156,12 @@ def _read_chunked(rfile) -> tuple[bytes, bool, str | None]:
         chunks.append(rfile.read(size))
         total += size
         rfile.readline(MAX_CHUNK_LINE)
+
+
+def _q(ordered: list[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))], 3)
 
 
 def _json(obj) -> bytes:

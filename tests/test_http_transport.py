@@ -126,6 +126,9 @@ def test_a_tool_event_over_http_gets_the_same_answer_and_rows_as_the_command_hoo
     transport = rows(root, "SELECT attributes FROM spans WHERE name = 'memhealth.hook pre-tool' ORDER BY id")
     assert ['"memhealth.hook.transport": "http"' in a[0] or '"memhealth.hook.transport":"http"' in a[0]
             for a in transport] == [True, False]
+    code, ping = served.request("GET", "/memhealth/hook/ping")
+    handled = json.loads(ping)["handled_ms"]
+    assert code == 200 and handled["n"] == 1 and handled["p50"] > 0  # serve's own time per event
 
 
 def test_every_prompt_over_http_writes_its_heartbeat_and_decision_row(served):
