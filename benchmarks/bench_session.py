@@ -54,11 +54,31 @@ def _script(root: str) -> list[list[dict]]:
     return [[c] for c in calls] + [[text("Walked the ledger code; nothing to change.")]]
 
 
-def _session(session, model, root: str, tool_calls: bool = True) -> tuple[float, list[float]]:
-    """(wall seconds, per matched tool call the client-side gap in seconds)."""
+def _cpu_children() -> float:
+    """CPU seconds (user + system) of every child this process has waited for: the CLI and,
+    through it, every hook process it started and waited for."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds of a running process (serve), from /proc."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _session(session, model, root: str, tool_calls: bool = True, serve_pid: int | None = None
+             ) -> tuple[float, list[float], float]:
+    """(wall seconds, per matched tool call the client-side gap in seconds, CPU seconds of the
+    CLI, its hook processes and serve)."""
     before = len(model.agent_requests())
     model.extend(_script(root) if tool_calls else [[text_block("Nothing to do.")]])
+    cpu0 = _cpu_children() + (_cpu_of(serve_pid) if serve_pid else 0.0)
     run = session.run(PROMPT)
+    cpu = _cpu_children() + (_cpu_of(serve_pid) if serve_pid else 0.0) - cpu0
     made = model.agent_requests()[before:]
     wanted = TOOL_CALLS + 1 if tool_calls else 1
     assert len(made) == wanted, f"the session made {len(made)} model calls, scripted {wanted}"
@@ -67,7 +87,7 @@ def _session(session, model, root: str, tool_calls: bool = True) -> tuple[float,
         tools = [b["name"] for b in this.get("reply") or [] if b.get("type") == "tool_use"]
         if tools and tools[0] in MATCHED and this.get("replied_t") is not None:
             gaps.append(nxt["t"] - this["replied_t"])
-    return run.seconds, gaps
+    return run.seconds, gaps, cpu
 
 
 def text_block(value: str) -> dict:
@@ -91,6 +111,7 @@ def bench(quick: bool = False) -> list[dict]:
     pairs = 3 if quick else 7
     times: dict[tuple[str, bool], list[float]] = {(s, t): [] for s in SETUPS for t in (True, False)}
     gaps: dict[str, list[float]] = {s: [] for s in SETUPS}
+    cpu: dict[tuple[str, bool], list[float]] = {(s, t): [] for s in SETUPS for t in (True, False)}
     serve = None
     # the detached capture workers of the last SessionEnds may still be writing their stores
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
@@ -108,8 +129,10 @@ def bench(quick: bool = False) -> list[dict]:
                 for _ in range(pairs):  # alternate, so drift on a shared box hits every setup
                     for tools in (True, False):
                         for s in SETUPS:
-                            seconds, got = _session(sessions[s], models[s], projects[s].root, tools)
+                            seconds, got, used = _session(sessions[s], models[s], projects[s].root, tools,
+                                                          serve.pid if s == "http" else None)
                             times[(s, tools)].append(seconds)
+                            cpu[(s, tools)].append(used)
                             gaps[s].extend(got)
             code, answer = serve.request("GET", "/memhealth/hook/ping")
             handled = json.loads(answer)["handled_ms"] if code == 200 else {}
@@ -154,6 +177,14 @@ def bench(quick: bool = False) -> list[dict]:
                            target="< 3 ms" if s == "http" and q == 50 else "",
                            note=f"p{q} {p[s][q] * 1000:.1f} ms vs floor {p['none'][q] * 1000:.1f} ms; "
                                 f"{len(gaps[s])} calls vs {n_gaps}"))
+    cmed = {k: statistics.median(v) for k, v in cpu.items()}
+    cpu_call = {s: (cmed[(s, True)] - cmed[(s, False)]) / TOOL_CALLS for s in SETUPS}
+    for s, label in (("none", "no hooks (floor)"), ("command", "command hooks"), ("http", "HTTP hooks")):
+        out.append(row(f"CPU per tool call, {label}", cpu_call[s] * 1000, "ms",
+                       note="CLI + hook processes (+ serve for HTTP), (30-call - 0-call) / 30: less "
+                            "sensitive to a loaded box than wall time"))
+    for s, label in (("command", "command hooks"), ("http", "HTTP hooks")):
+        out.append(row(f"CPU per tool call added, {label}", (cpu_call[s] - cpu_call["none"]) * 1000, "ms"))
     out.append(row("HTTP hook event, serve-side p50", handled.get("p50") or float("nan"), "ms",
                    note=f"p99 {handled.get('p99')} ms over the last {handled.get('n')} events: request read "
                         "to answer sent; the rest of the client-side gap is the CLI and scheduling"))
