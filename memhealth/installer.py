@@ -138,9 +138,16 @@ def _is_our_handler(handler, event: str) -> bool:
 
 def hook_base_url(listen: str) -> str:
     """http://host:port for `[serve] listen` (an IPv6 host in brackets)."""
+    from telemetry.errors import ListenError
     from telemetry.serve import parse_listen
 
-    host, port = parse_listen(listen)
+    try:
+        host, port = parse_listen(listen)
+    except ListenError as exc:
+        raise SettingsError(f"--transport http: [serve] listen = {listen!r} cannot take hooks ({exc}); "
+                            "hooks go to a loopback address: set [serve] listen, e.g. 127.0.0.1:9464") from None
+    if port == 0:
+        raise SettingsError("--transport http: [serve] listen has port 0; the settings need a fixed port")
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
 

@@ -331,3 +331,15 @@ def test_the_ablation_report_puts_each_arm_s_context_cost_side_by_side(project):
     assert base["hook_ms"] > 0 and abl["hook_ms"] > 0
     text = run_cli("report", "--ablation", "--project", p).stdout
     assert "recall kept out (would-inject chars)" in text and str(would) in text
+
+
+@pytest.mark.parametrize("listen, said", [("0.0.0.0:9464", "loopback"), ("127.0.0.1:0", "fixed port")])
+def test_the_http_transport_needs_a_fixed_loopback_listen_address(project, listen, said):
+    from tests.hook_serve import set_listen
+
+    set_listen(project, listen)
+    before = (project / ".claude" / "settings.local.json").read_text()
+    proc = run_cli("init", "--project", str(project), "--transport", "http", "--no-templates")
+    assert proc.returncode == 2 and said in proc.stderr and "[serve] listen" in proc.stderr, proc.stderr
+    assert (project / ".claude" / "settings.local.json").read_text() == before
+    assert not (project / ".memhealth" / "hook-secret").exists()
