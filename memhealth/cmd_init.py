@@ -21,12 +21,13 @@ def register(sub):
                    help="directory to set up (default: the current directory)")
     p.add_argument("--settings", choices=["local", "shared"], default="local",
                    help="local = .claude/settings.local.json (default), shared = .claude/settings.json")
-    p.add_argument("--transport", choices=["command", "http"], default="command",
-                   help="command = a process per hook event (default); http = UserPromptSubmit, "
+    p.add_argument("--transport", choices=["command", "http"], default=None,
+                   help="command = a process per hook event (the default for a new project); http = UserPromptSubmit, "
                         "PreToolUse, PostToolUse and Stop are POSTed to `memhealth serve` at "
                         "[serve] listen with the project's secret (local settings only; serve must "
                         "run: `memhealth serve --detach`, or [serve] hook_autostart = true). "
-                        "`--transport command` goes back")
+                        "`--transport command` goes back; without the option, init keeps the "
+                        "transport the settings already use")
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     p.add_argument("--no-templates", dest="templates", action="store_false",
                    help="do not install the convention files (MEMORY.md with its resume anchor, "

@@ -136,6 +136,16 @@ def _is_our_handler(handler, event: str) -> bool:
     return _is_ours(handler.get("command", ""), event)
 
 
+def uses_http(settings: dict) -> bool:
+    """Whether these settings send any of our events over HTTP."""
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    return any(_is_our_handler(handler, event)
+               for groups in (hooks.values() if isinstance(hooks, dict) else ())
+               for group in (groups if isinstance(groups, list) else ()) if isinstance(group, dict)
+               for handler in (group.get("hooks") or []) for event in HTTP_EVENTS
+               if isinstance(handler, dict) and handler.get("type") == "http")
+
+
 def hook_base_url(listen: str) -> str:
     """http://host:port for `[serve] listen` (an IPv6 host in brackets)."""
     from telemetry.errors import ListenError
@@ -231,15 +241,19 @@ def _write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 
 def init_project(root: str, settings: str = "local", dry_run: bool = False,
                  launch: str | None = None, timeouts: dict | None = None,
-                 templates: bool = True, transport: str = "command") -> list[str]:
+                 templates: bool = True, transport: str | None = None) -> list[str]:
     """Set up memhealth in `root`; return the list of actions taken (or that would be).
     Shared settings get the portable launcher (SHARED_LAUNCHER) unless `launch` is given;
     `templates` installs the convention files (memhealth.templates) that do not exist yet.
     `transport` "http" wires HTTP_EVENTS to `memhealth serve` at `[serve] listen` with the
-    project's secret (local settings only: the secret is per machine, never committed)."""
+    project's secret (local settings only: the secret is per machine, never committed); None
+    keeps the transport the settings already use (a repairing `memhealth init` never switches)."""
     root = os.path.abspath(root)
     if not os.path.isdir(root):
         raise SettingsError(f"{root} is not a directory")
+    if transport is None:
+        transport = "http" if settings == "local" and uses_http(read_settings(settings_path(root, settings))) \
+            else "command"
     if transport not in TRANSPORTS:
         raise SettingsError(f"--transport must be command or http, not {transport!r}")
     if transport == "http" and settings != "local":

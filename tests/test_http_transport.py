@@ -84,9 +84,12 @@ def test_init_transport_http_wires_the_turn_hooks_to_serve_and_transport_command
     for claude_event in ("SessionStart", "PreCompact", "SessionEnd"):
         assert ours(doc, claude_event)["type"] == "command"
     assert doc["hooks"]["PreToolUse"][0]["matcher"] == "Read|Edit|Write|MultiEdit|NotebookEdit|Bash"
-    # idempotent, and the secret is kept
+    # idempotent, and the secret is kept; a plain `memhealth init` (the repair many FIXes name)
+    # keeps the transport the settings use
     again = run_cli("init", "--project", str(project), "--transport", "http", "--no-templates")
     assert "nothing changed" in again.stdout and secret_file.read_text().strip() == secret
+    repair = run_cli("init", "--project", str(project), "--no-templates")
+    assert "nothing changed" in repair.stdout and ours(settings(project), "PreToolUse")["type"] == "http"
 
     back = run_cli("init", "--project", str(project), "--transport", "command", "--no-templates")
     assert back.returncode == 0, back.stderr
