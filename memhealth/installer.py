@@ -343,9 +343,8 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         if not dry_run:
             os.makedirs(os.path.dirname(spath), exist_ok=True)
             # a file that carries the hook secret is its owner's alone
-            carries_secret = '"type": "http"' in json.dumps(merged) and HOOK_PATH in json.dumps(merged)
             _write_atomic(spath, json.dumps(merged, indent=2, ensure_ascii=False) + "\n",
-                          0o600 if carries_secret else 0o644)
+                          0o600 if uses_http(merged) else 0o644)
     return actions
 
 
