@@ -106,9 +106,10 @@ def smallstore_verdicts(root: str, part: str, intent: str = "build") -> list[dic
     cfg["embedding"]["url"] = ""  # the lexical cascade
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     out = []
+    run = os.urandom(4).hex()  # a fresh session per prompt and run: caps of an earlier run do not count
     try:
         for p in smallstore_prompts(part):
-            result = inject.decide(conn, p["prompt"], intent, cfg, f"small-{p['id']}", Trace())
+            result = inject.decide(conn, p["prompt"], intent, cfg, f"small-{run}-{p['id']}", Trace())
             ids = [i["chunk_id"] for i in result.detail.get("items", [])]
             paths = [conn.execute("SELECT path FROM chunks WHERE id = ?", (i,)).fetchone()[0] for i in ids]
             delivered = [os.path.splitext(os.path.basename(x))[0] for x in paths]
