@@ -1,4 +1,4 @@
-"""`memhealth ablation`: the pre-registered ablation protocol (paper §8).
+"""`memhealth ablation`: the pre-registered ablation protocol (Memory as Infrastructure §8).
 
 `start injection-off|gate-off --days N` fixes the schedule before any outcome is seen
 (alternating 24-hour days, printed), `status` says which arm is in force, `stop` ends it
@@ -22,7 +22,7 @@ from memhealth.cliutil import (
 def register(sub):
     p = add_parser(
         sub, "ablation", help="pre-registered ablation: injection-off or gate-off on alternating days",
-        description="Pre-register an ablation (paper §8): `start injection-off|gate-off --days N` "
+        description="Pre-register an ablation (Memory as Infrastructure §8): `start injection-off|gate-off --days N` "
                     "fixes alternating 24-hour days between the ablated arm and the baseline, from now "
                     "(or --start, which may only be later), and prints them; on ablated days the hooks "
                     "run with [injection].mode or [gate].mode = \"off\" and telemetry stays on. "
@@ -63,7 +63,7 @@ def _parse_start(text: str, now_ns: int) -> int:
 
 
 def render(sched: dict, now_ns: int) -> str:
-    from memory_core import ablation
+    from memory_core.delivery import ablation
 
     arm = ablation.arm_at(sched, now_ns)
     section = sched["section"]
@@ -88,8 +88,8 @@ def run(args) -> int:
     import json
 
     from memhealth.cliutil import open_project
-    from memory_core import ablation
-    from memory_core.db import write
+    from memory_core.delivery import ablation
+    from memory_core.store.db import write
 
     now_ns = time.time_ns()
     if args.action != "start" and (args.arm or args.days or args.start):

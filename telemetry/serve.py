@@ -9,7 +9,7 @@ Endpoints:
 - `GET /metrics`: Prometheus exposition from the store (`telemetry.collector`). A scrape
   is bounded: a locked or slow store yields the last good values and
   `memhealth_scrape_errors_total` goes up, never a hang (a scrape that waits past
-  scrape_timeout makes a live target read as dead; REFERENCE §7).
+  scrape_timeout makes a live target read as dead).
 - `GET /`, `/decisions`, `/memory`, `/triage`, `/alerts-budget` and `POST /triage/*`: the
   console (telemetry/console.py): pages for a person, Host-checked, CSRF-tokened, strict CSP.
 - `GET /healthz`: liveness of serve itself, from memory only; never waits on a probe or
@@ -36,8 +36,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from memory_core.db import connect
 from memory_core.errors import StoreError
+from memory_core.store.db import connect
 from telemetry.alert_intake import MAX_ALERT_BODY, AlertIntake
 from telemetry.collector import StoreCollector
 from telemetry.console import POST_ROUTES as CONSOLE_POST

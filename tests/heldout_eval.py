@@ -31,7 +31,7 @@ def load(name: str, part: str | None = None) -> list[dict]:
 def intent_scores(part: str) -> dict:
     """Requests read as the intent they ask for; questions, status, chit-chat and plain
     operations read as none (a false intent)."""
-    from memory_core.intent import classify
+    from memory_core.delivery.intent import classify
 
     items = load("intent.jsonl", part)
     results = [{**i, "got": classify(i["prompt"])[0]} for i in items]
@@ -50,7 +50,7 @@ def intent_scores(part: str) -> dict:
 def capture_scores(part: str) -> dict:
     """Dead ends found whose statement carries what was tried (`must`), earlier unrelated
     sentences swallowed (`must_not`), candidates where the text states no dead end."""
-    from memory_core.capture import extract_text
+    from memory_core.records.extract import extract_text
 
     items = load("capture_anaphora.jsonl", part)
     found = carried = swallowed = false = labeled = 0
@@ -98,9 +98,9 @@ def smallstore_verdicts(root: str, part: str, intent: str = "build") -> list[dic
     """The cascade on each prompt with the intent fixed (the relevance gate is measured here,
     not the intent gate): which memory files it delivered."""
     from memhealth.config import load as load_config
-    from memory_core import inject
-    from memory_core.db import connect
-    from memory_core.outbox import Trace
+    from memory_core.delivery import inject
+    from memory_core.outbox.spans import Trace
+    from memory_core.store.db import connect
 
     cfg = load_config(os.path.join(root, ".memhealth"), environ={})
     cfg["embedding"]["url"] = ""  # the lexical cascade

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import payload, rows, run_cli, run_hook
 from tests.test_capture_worker import wait_for, work_status
 from tests.test_triage import turn
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 SESSION = [
     ("user", "The nightly export job times out on the orders table. Find out why."),

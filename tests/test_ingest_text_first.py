@@ -17,7 +17,7 @@ import shutil
 import pytest
 
 from memhealth.config import load
-from memory_core.db import connect, vec_unavailable_reason
+from memory_core.store.db import connect, vec_unavailable_reason
 from tests.conftest import clean_env, rows, run_cli
 from tests.dnr_eval import FIXTURE, prompts_for, verdict
 from tests.gate_fix_helpers import check

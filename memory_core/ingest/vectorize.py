@@ -26,7 +26,7 @@ import json
 import time
 
 from memory_core.errors import MemoryCoreError
-from memory_core.meta import VECTORS_BACKFILL as META_KEY
+from memory_core.store.meta import VECTORS_BACKFILL as META_KEY
 
 # The injection cascade reads memory (the inventory, confirmed records) and ledgers first;
 # transcripts are never offered, so their vectors come last.
@@ -36,7 +36,7 @@ PRIORITY: tuple[str, ...] = ("memory", "ledger", "git", "docs", "transcript")
 def drop_vectors(conn, ids: list[int]) -> None:
     """Delete the vectors of chunks about to be deleted (inside the caller's transaction)."""
     try:
-        from memory_core import vectors
+        from memory_core.index import vectors
     except ImportError:  # pragma: no cover - the vector module ships with memory_core
         return
     vectors.delete_for_chunks(conn, ids)
@@ -45,7 +45,7 @@ def drop_vectors(conn, ids: list[int]) -> None:
 def progress(conn) -> dict | None:
     """What the last vector phase recorded (meta `vectors.backfill`), or None: state
     (done | budget | degraded), ts_ns, embedded, with_vector, chunks, detail."""
-    from memory_core.meta import get_meta
+    from memory_core.store.meta import get_meta
 
     try:
         raw = get_meta(conn, META_KEY)
@@ -68,8 +68,8 @@ class VectorPhase:
         self.stopped = False          # the deadline came before every chunk had a vector
         self.client = None
         try:
-            from memory_core import vectors
-            from memory_core.embed import OllamaClient
+            from memory_core.index import vectors
+            from memory_core.index.embed import OllamaClient
 
             self._vectors = vectors
             self.client = OllamaClient.from_config(cfg, bulk=True, pooled=run.pooled)
@@ -97,7 +97,7 @@ class VectorPhase:
             self._degrade(getattr(exc, "reason", "error"), str(exc))
             return
         if not ready:
-            from memory_core.db import vec_unavailable_reason
+            from memory_core.store.db import vec_unavailable_reason
 
             self._degrade("vector_unavailable", vec_unavailable_reason() or "sqlite-vec cannot load")
             return
@@ -138,9 +138,9 @@ class VectorPhase:
 
     def _finish(self) -> None:
         """Pending = chunks still without a vector; the phase's state goes to meta."""
-        from memory_core.db import write
         from memory_core.errors import StoreError
-        from memory_core.meta import set_meta
+        from memory_core.store.db import write
+        from memory_core.store.meta import set_meta
 
         try:
             with_vector, total = self._vectors.coverage(self.conn)
@@ -165,7 +165,7 @@ class VectorPhase:
         self.report.vectors_state = "unavailable" if reason in ("unavailable", "vector_unavailable") else "degraded"
         self.report.vectors_detail = f"{reason}: {detail}"[:300]
         try:
-            from memory_core.embed import log_degradation_once
+            from memory_core.index.embed import log_degradation_once
 
             log_degradation_once(self.conn, reason, f"ingest: {detail}"[:500])
         except ImportError:  # pragma: no cover
