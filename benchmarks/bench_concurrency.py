@@ -45,7 +45,7 @@ def bench(quick: bool = False) -> list[dict]:
             t.join(600)
         wall = time.perf_counter() - t0
 
-        from memory_core.db import connect
+        from memory_core.store.db import connect
 
         conn = connect(os.path.join(root, ".memhealth", "memory.db"))
         rows = conn.execute("SELECT count(*) FROM heartbeats WHERE hook != 'gate'").fetchone()[0]

@@ -159,7 +159,7 @@ def _export(base: str, env) -> tuple[int, int]:
 
 
 def _count_rows(base: str, sql: str) -> int:
-    from memory_core.db import sqlite3
+    from memory_core.store.db import sqlite3
 
     total = 0
     for name in PROJECTS:

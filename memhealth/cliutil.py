@@ -99,7 +99,7 @@ def open_project(args, *, store: bool = True, create: bool = True) -> Iterator[P
     if not store:
         yield ProjectContext(project, cfg, None)
         return
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(project.db_path, create=create)
     try:

@@ -63,7 +63,7 @@ def _parse_start(text: str, now_ns: int) -> int:
 
 
 def render(sched: dict, now_ns: int) -> str:
-    from memory_core import ablation
+    from memory_core.delivery import ablation
 
     arm = ablation.arm_at(sched, now_ns)
     section = sched["section"]
@@ -88,8 +88,8 @@ def run(args) -> int:
     import json
 
     from memhealth.cliutil import open_project
-    from memory_core import ablation
-    from memory_core.db import write
+    from memory_core.delivery import ablation
+    from memory_core.store.db import write
 
     now_ns = time.time_ns()
     if args.action != "start" and (args.arm or args.days or args.start):

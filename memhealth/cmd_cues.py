@@ -34,7 +34,7 @@ def run(args) -> int:
     import json
 
     from memhealth.cliutil import open_project
-    from memory_core.cuespec import audit_rows, list_cues
+    from memory_core.items.compile import audit_rows, list_cues
 
     with open_project(args) as ctx:
         if args.action == "audit":

@@ -27,11 +27,11 @@ def run(args) -> int:
     import sys
 
     from memhealth.cliutil import open_project
-    from memory_core import vectors
-    from memory_core.db import vec_unavailable_reason
-    from memory_core.embed import EmbedError, OllamaClient, log_degradation_once
     from memory_core.errors import VectorUnavailable
-    from memory_core.outbox import command_trace
+    from memory_core.index import vectors
+    from memory_core.index.embed import EmbedError, OllamaClient, log_degradation_once
+    from memory_core.outbox.spans import command_trace
+    from memory_core.store.db import vec_unavailable_reason
 
     with open_project(args) as ctx:
         cfg, conn = ctx.cfg, ctx.conn

@@ -24,9 +24,9 @@ def run(args) -> int:
 
     from memhealth.cliutil import open_project
     from memhealth.errors import MemhealthError
-    from memory_core.cuespec import find_item
     from memory_core.ingest import run_ingest
-    from memory_core.outbox import command_trace
+    from memory_core.items.compile import find_item
+    from memory_core.outbox.spans import command_trace
 
     with open_project(args) as ctx:
         found = find_item(ctx.conn, args.id)

@@ -30,7 +30,7 @@ def register(sub):
 def run(args) -> int:
     from memhealth.cliutil import open_project
     from memory_core.errors import StoreError
-    from memory_core.outbox import command_trace
+    from memory_core.outbox.spans import command_trace
     from probes import gate
     from probes.evidence import Evidence
 

@@ -93,7 +93,7 @@ def run(args) -> int:
 
     from memhealth.cliutil import open_project
     from memory_core.ingest import resolve_sources, run_ingest
-    from memory_core.outbox import command_trace
+    from memory_core.outbox.spans import command_trace
 
     with open_project(args) as ctx:
         sources = resolve_sources(args.sources, ctx.cfg)
@@ -109,7 +109,7 @@ def run(args) -> int:
                 bar.clear()
         coverage = None
         if report.vectors_state != "not_configured":
-            from memory_core import vectors
+            from memory_core.index import vectors
 
             coverage = vectors.coverage(ctx.conn)
     if args.json:
@@ -132,6 +132,6 @@ def _capture(conn, cfg, budget_s, trace):
     here, under the same lease: never twice at once. None when capture is off."""
     if not cfg["capture"]["enabled"]:
         return None
-    from memory_core.capture_store import run_pending, settings
+    from memory_core.records.queue import run_pending, settings
 
     return run_pending(conn, settings(cfg), budget_s=budget_s, trace=trace)

@@ -44,10 +44,10 @@ def record(ctx, text: str, *, kind: str | None = None, name: str | None = None,
 
     from memhealth.cliutil import UsageError
     from memhealth.errors import MemhealthError
-    from memory_core.cuespec import SpecError, memory_file_text, slug
     from memory_core.ingest import run_ingest
-    from memory_core.layout import MEMORY_DIR, STATE_DIR
-    from memory_core.outbox import command_trace
+    from memory_core.items.compile import SpecError, memory_file_text, slug
+    from memory_core.outbox.spans import command_trace
+    from memory_core.store.layout import MEMORY_DIR, STATE_DIR
 
     paths, symbols, on = list(paths), list(symbols), list(on)
     kind = (kind or ("gotcha" if paths or symbols else "note")).strip().lower()

@@ -25,8 +25,8 @@ def run(args) -> int:
     import sys
 
     from memhealth.cliutil import UsageError, open_project
-    from memory_core.outbox import command_trace
-    from memory_core.search import search
+    from memory_core.index.search import search
+    from memory_core.outbox.spans import command_trace
 
     if not args.query.strip():
         raise UsageError("QUERY is empty: say what to look for, e.g. `memhealth search \"wal checkpoint\"`")

@@ -70,7 +70,7 @@ def _multi(args):
     from memhealth.config import load
     from memhealth.errors import MemhealthError
     from memhealth.project import Project
-    from memory_core import registry
+    from memory_core.store import registry
     from telemetry.serve import parse_listen
     from telemetry.serve_all import MultiServe
 

@@ -76,7 +76,7 @@ def parse_words(words: list[str]) -> tuple[str, int, dict] | None:
 
 
 def _show(item: dict, index: str = "") -> str:
-    from memory_core.triage import provenance
+    from memory_core.records.triage import provenance
 
     head = f"{index}#{item['id']} {item['kind']} [{item['state']}]  {item['title']}"
     lines = [head, f"    {item['statement']}", f"    from {provenance(item)}"]
@@ -88,7 +88,7 @@ def run(args) -> int:
     import json
 
     from memhealth.cliutil import open_project
-    from memory_core import triage
+    from memory_core.records import triage
 
     request = parse_words(args.words)
     if args.supersedes is not None:
@@ -159,7 +159,7 @@ def _ask(prompt: str) -> str | None:
 
 
 def _interactive(conn, root: str, cfg) -> int:
-    from memory_core import triage
+    from memory_core.records import triage
 
     items = triage.pending(conn)
     if not items:

@@ -17,7 +17,7 @@ import uuid
 from importlib import resources
 
 from memhealth.installer import init_project, launcher_argv
-from memory_core.layout import CONFIG_NAME, DB_NAME, STATE_DIR
+from memory_core.store.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
 
@@ -111,7 +111,9 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     cmd = launcher_argv()
     out(f"memhealth demo: sample project \"ledgerline\" in {root}")
     out("")
-    actions = init_project(root)  # hooks run by the same absolute launcher as cmd
+    # hooks run by the same absolute launcher as cmd; a throwaway project stays out of the
+    # user's registry, so `serve --all` never serves it
+    actions = init_project(root, register=False)
     _write_demo_config(root, transcripts)
     out(f"[1/5] init: {len(actions)} actions — .memhealth/ created, hooks merged into .claude/settings.local.json")
 
@@ -244,7 +246,7 @@ def _capture_and_triage(cmd: list[str], root: str, transcript: str, out) -> list
 def _wait_for_capture(root: str, limit_s: float = 60.0) -> bool:
     """SessionEnd hands its work to a detached worker: let it finish before the gate reads
     the store, so the demo's output does not depend on a race."""
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     try:
@@ -275,7 +277,7 @@ def _write_demo_config(root: str, transcripts: str) -> None:
 
 
 def _print_injections(root: str, out, first_injection: str | None) -> None:
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     rows = conn.execute("SELECT outcome, intent, prompt_len, detail FROM decisions ORDER BY id").fetchall()
@@ -304,7 +306,7 @@ def _print_injections(root: str, out, first_injection: str | None) -> None:
 def _print_cues(root: str, out, first_cue: str | None) -> None:
     """Cue deliveries from the audit (`memhealth cues audit`): what fired where, what was
     skipped and why; then the first cued delivery as Claude received it."""
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     audit = conn.execute(
@@ -327,7 +329,7 @@ def _print_cues(root: str, out, first_cue: str | None) -> None:
 
 
 def _print_metrics(root: str, out) -> None:
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     out("Metrics excerpt (what `memhealth serve` exposes on /metrics):")

@@ -1,7 +1,7 @@
 """`memhealth hook EVENT`: the Claude Code hook protocol around the event handlers.
 
 Contract (DESIGN.md): append a "started" line to the project's start journal before
-anything can block (memory_core.journal), read the hook JSON from stdin within a deadline,
+anything can block (memory_core.outbox.journal), read the hook JSON from stdin within a deadline,
 find the project from `cwd`, write a heartbeat row marked started before any work, run the
 event's handler, emit context as `hookSpecificOutput.additionalContext` (never over 10,000
 characters, harness tags neutralized), complete the heartbeat (ok | error + reason,
@@ -152,7 +152,7 @@ _HARNESS_TAG = None
 
 def neutralize(text: str) -> str:
     """Break markup that could open or close the harness's own tags (`<system-reminder>`,
-    `</system-reminder>`, and every tag of memory_core.intent's machine-turn shapes): their
+    `</system-reminder>`, and every tag of memory_core.delivery.intent's machine-turn shapes): their
     `<` becomes `‹`, so a memory file cannot end our frame and speak as the harness. The
     single emit point applies it to everything a hook injects."""
     global _HARNESS_TAG
@@ -161,7 +161,7 @@ def neutralize(text: str) -> str:
     if _HARNESS_TAG is None:
         import re
 
-        from memory_core.intent import SYSTEM_TURN_PREFIXES
+        from memory_core.delivery.intent import SYSTEM_TURN_PREFIXES
 
         names = sorted({p[1:].rstrip(">") for p in SYSTEM_TURN_PREFIXES if p.startswith("<")}, key=len,
                        reverse=True)
@@ -200,7 +200,7 @@ def _journal_start(hook: str, trace_id: str, started_ns: int) -> tuple[str, int]
     locked still leaves a line the gate turns into a `killed` row. Returns (state dir,
     journal size) or None."""
     from memhealth.project import Project
-    from memory_core import journal
+    from memory_core.outbox import journal
 
     try:
         project = Project.find(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
@@ -240,7 +240,7 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
          journaled: tuple[str, int] | None = None, timed_out: bool = False) -> None:
     from memhealth.config import defaults, load
     from memhealth.project import Project
-    from memory_core import journal
+    from memory_core.outbox import journal
 
     payload, invalid = parse_payload(raw)
     if timed_out:
@@ -271,19 +271,19 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
     except ConfigError as exc:
         cfg, config_error = defaults(), exc
 
-    from memory_core import heartbeat, outbox, spill
+    from memory_core.outbox import heartbeat, spans, spill
 
-    trace = outbox.Trace(trace_id)
+    trace = spans.Trace(trace_id)
     spill_base = {"kind": "heartbeat", "hook": hook, "session_id": session_id, "pid": os.getpid(),
                   "trace_id": trace.trace_id, "started_ns": started_ns}
 
     # 1. the heartbeat row, before any work (the journal line already stands for it)
     conn = hb_id = None
     try:
-        from memory_core.db import connect
+        from memory_core.store.db import connect
 
         conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
-        from memory_core.tx import one_lock_wait
+        from memory_core.store.tx import one_lock_wait
 
         one_lock_wait(conn)  # a held lock costs this hook one busy_timeout, not one per write
         if os.path.exists(project.spill_path) or os.path.exists(spill.fallback_path(project.spill_path)):

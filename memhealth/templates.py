@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from memory_core.layout import LEDGERS_DIR, MEMORY_DIR, STATE_DIR
+from memory_core.store.layout import LEDGERS_DIR, MEMORY_DIR, STATE_DIR
 
 MEMORY_INDEX = """# Memory index
 

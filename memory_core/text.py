@@ -27,3 +27,9 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: max(limit - 1, 0)] + "…"
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their terminators (LF or CRLF); a lone CR stays in the line."""
+    lines = text.split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]

@@ -94,7 +94,7 @@ def embedding_path(ev) -> CheckResult:
                     "not_configured", t0)
         r.audience = "operator"  # a choice the person made, nothing Claude can act on
         return r
-    from memory_core.embed import EmbedError, OllamaClient
+    from memory_core.index.embed import EmbedError, OllamaClient
 
     timeout_s = float(e["timeout_s"])
     hook_left = ev.remaining_s() if hasattr(ev, "remaining_s") else None
@@ -165,7 +165,7 @@ def embedding_path(ev) -> CheckResult:
 
 def _installed(client, timeout_s: float) -> str:
     """" (N model(s) installed)" from /api/tags, best effort (the failure path only)."""
-    from memory_core.embed import EmbedError
+    from memory_core.index.embed import EmbedError
 
     try:
         return f" ({len(client.tags(timeout_s=timeout_s))} model(s) installed)"
@@ -176,7 +176,7 @@ def _installed(client, timeout_s: float) -> str:
 def _check_fallback(client, models, fallback: str, dim: int, timeout_s: float):
     """(detail, fix) when the fallback model can never serve this index, else None. Reads
     /api/show metadata only: the model is not loaded. A show failure is not RED."""
-    from memory_core.embed import EmbedError, embedding_length
+    from memory_core.index.embed import EmbedError, embedding_length
 
     if not client.has_model(models, fallback):
         return (f"fallback model {fallback} is not installed: a fallback would fail every time",

@@ -16,7 +16,7 @@ Pages (server-rendered HTML, no script, one inline stylesheet allowed by its CSP
 - `/memory`: memory chunks by source and kind with provenance, search (the same hybrid
   search the hooks use), and the confirmed records with where they were said.
 - `/triage`: pending candidates with their transcript context; confirm, reject, retitle and
-  merge are POST forms calling memory_core.triage, exactly what `memhealth triage` calls.
+  merge are POST forms calling memory_core.records.triage, exactly what `memhealth triage` calls.
 - `/alerts-budget`: the page budget per route in the current window, the digest of what
   folded, and the alert decisions (`/alerts` is Alertmanager's webhook).
 
@@ -274,7 +274,7 @@ class Console:
         return self._apply(action, cid, extra)
 
     def _apply(self, action: str, cid: int, extra: dict) -> tuple[int, dict, bytes]:
-        from memory_core import triage
+        from memory_core.records import triage
 
         if action == "retitle" and not extra["title"].strip():
             return self._after(f"#{cid} retitle: a title cannot be empty", error=True)
@@ -300,7 +300,7 @@ class Console:
         return page.as_tuple()
 
     def _connect(self):
-        from memory_core.db import connect
+        from memory_core.store.db import connect
 
         return connect(self.app.project.db_path, create=False)
 
@@ -586,7 +586,7 @@ class Console:
         else:
             out.append(f'<p><a href="{self.base}/memory?counts=1">Count the chunks by source and kind</a></p>')
         if q:
-            from memory_core.search import search
+            from memory_core.index.search import search
 
             result = search(conn, q, self.app.cfg, k=20)
             hits = [h for h in result.hits if not source or h.source == source]
@@ -645,7 +645,7 @@ class Console:
         state; pinned items and the resume anchor first."""
         if not _has_table(conn, "memory_items"):
             return ""
-        from memory_core.cuespec import list_cues
+        from memory_core.items.compile import list_cues
 
         out = []
         anchor = conn.execute("SELECT path, line_start, title, content FROM chunks WHERE source = 'memory' AND "
@@ -696,7 +696,7 @@ class Console:
     # -- Triage ----------------------------------------------------------------------------
 
     def triage(self, conn, params) -> tuple[str, str]:
-        from memory_core import triage
+        from memory_core.records import triage
 
         items = triage.pending(conn)
         token = self.token()

@@ -7,7 +7,7 @@
                                 is not installed (gRPC is the `grpc` extra)
 
 A row that cannot be written raises `memory_core.errors.StoreError`: the write path is the
-store's (memory_core.tx), not telemetry's own failure.
+store's (memory_core.store.tx), not telemetry's own failure.
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from memory_core.db import connect
 from memory_core.errors import StoreError
+from memory_core.store.db import connect
 from telemetry.alert_intake import MAX_ALERT_BODY, AlertIntake
 from telemetry.collector import StoreCollector
 from telemetry.console import POST_ROUTES as CONSOLE_POST

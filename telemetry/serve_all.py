@@ -17,8 +17,8 @@ import os
 import threading
 import time
 
-from memory_core.db import connect
 from memory_core.errors import StoreError
+from memory_core.store.db import connect
 from telemetry.alert_intake import MAX_ALERT_BODY, AlertIntake, Sink, bounded, parse_webhook
 from telemetry.collector import StoreCollector
 from telemetry.errors import TelemetryError
@@ -225,7 +225,7 @@ class ProjectsCollector:
 
 class MultiServe(ServeThreads):
     """`memhealth serve --all`: every project in the per-user registry
-    (memory_core/registry.py) on one port: /metrics with a `project` label, /healthz, the
+    (memory_core/store/registry.py) on one port: /metrics with a `project` label, /healthz, the
     runbook, a project index at / linking to each project's console under /p/<name>/, and
     POST /alerts routed by each alert's `project` label to that project's budget and sinks.
     The gate and the OTLP exporter run per project in Lanes: a hung project holds its own
@@ -280,7 +280,7 @@ class MultiServe(ServeThreads):
     def targets(self) -> dict[str, Target]:
         """The projects served now; re-reads the registry when its file changed, and drops a
         project whose store is gone (and takes it back when it returns)."""
-        from memory_core import registry
+        from memory_core.store import registry
 
         with self._lock:
             now = time.monotonic()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from memory_core.ablation import ABLATION_KEY, DAY_NS
-from memory_core.db import connect
+from memory_core.delivery.ablation import ABLATION_KEY, DAY_NS
+from memory_core.store.db import connect
 from tests.conftest import payload, rows, run_cli, run_hook
 from tests.test_inject import COMPACTOR, seed
 

@@ -280,7 +280,7 @@ def test_tokens_expire_and_are_bound_to_the_process_secret():
 
 
 def test_a_locked_store_fails_the_action_visibly_and_changes_nothing(seeded):
-    from memory_core.db import sqlite3
+    from memory_core.store.db import sqlite3
 
     project, server = seeded
     host = {"Host": f"127.0.0.1:{urlsplit(server.url).port}"}

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from memory_core.cuespec import compile_glob, parse_frontmatter, read_spec
+from memory_core.items.compile import compile_glob, parse_frontmatter, read_spec
 from tests.conftest import payload, rows, run_cli, run_hook
 
 WAL = """---
@@ -379,7 +379,7 @@ def test_the_gate_is_red_when_a_compaction_delivered_fewer_pinned_items_than_exi
 
 
 def test_the_gate_is_red_when_tool_hooks_fire_but_cues_are_not_evaluated(wal_project):
-    from memory_core.db import connect, write
+    from memory_core.store.db import connect, write
 
     for _ in range(2):
         tool(wal_project, "Read", {"file_path": "src/api.py"})
@@ -417,8 +417,8 @@ def test_cue_metrics_are_served_from_rollups(wal_project):
 
 
 def test_retention_keeps_the_audit_table_bounded(wal_project):
-    from memory_core import cues
-    from memory_core.db import connect, write
+    from memory_core.delivery import cues
+    from memory_core.store.db import connect, write
 
     conn = connect(str(wal_project / ".memhealth" / "memory.db"))
     with write(conn):

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from memhealth.config import load
-from memory_core import inject
-from memory_core.db import connect, write
+from memory_core.delivery import inject
+from memory_core.delivery.render import session_render
 from memory_core.ingest.memory import parse_memory
-from memory_core.outbox import Trace
-from memory_core.render import session_render
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect, write
 from tests.conftest import payload, rows, run_cli, run_hook
 
 CHANGELOG = """# Changelog

@@ -11,10 +11,10 @@ import os
 import time
 
 from memhealth.config import load
-from memory_core import inject
-from memory_core.db import connect
-from memory_core.outbox import Trace
-from memory_core.triage import render_record
+from memory_core.delivery import inject
+from memory_core.outbox.spans import Trace
+from memory_core.records.triage import render_record
+from memory_core.store.db import connect
 from tests.conftest import payload, rows, run_cli, run_hook
 
 FILLER = "\n".join(f"## Topic {i}\n\nNotes on page {i}: tables, charts, colours and the layout of "

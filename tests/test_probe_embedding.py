@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from memory_core import embed
+from memory_core.index import embed
 from probes.embedding import embedding_path
 from tests.conftest import clean_env, run_cli
 from tests.gate_helpers import evidence, make_project, open_store

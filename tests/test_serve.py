@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memhealth.config import load
 from memhealth.project import Project
-from memory_core.db import connect
+from memory_core.store.db import connect
 from telemetry.serve import Serve
 from tests.conftest import REPO, clean_env, memhealth_cmd, payload, rows, run_cli, run_hook
 from tests.otlp_receiver import OtlpReceiver

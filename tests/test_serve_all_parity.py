@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import pytest
 import yaml
 
-from memory_core import registry
+from memory_core.store import registry
 from tests.conftest import REPO, rows
 from tests.ollama_standin import OllamaStandin
 from tests.otlp_receiver import OtlpReceiver

@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from memory_core.db import connect, write
-from memory_core.render import session_render
+from memory_core.delivery.render import session_render
+from memory_core.store.db import connect, write
 from probes.gate import CHECKS
 from tests.conftest import REPO, clean_env, payload, run_cli, run_hook
 from tests.gate_fix_helpers import check, set_config

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from memhealth.config import defaults
-from memory_core import registry
+from memory_core.store import registry
 from telemetry.artifacts.alertmanager import BASE_ROUTES, BUDGET_URL, WATCHDOG_URL
 from tests.conftest import REPO, clean_env, require_binary, rows, run_cli, stop_process
 from tests.test_alertmanager import Alertmanager, Outside, alert, sink
@@ -129,7 +129,7 @@ def team(tmp_path_factory):
         machines.append(Machine(tmp_path, "bob", "team-b", {"app": 3}))
         # bob's `app`: more capture items than [gate].capture_queue_max (40): capture_queue RED
         bob_db = machines[1].roots["app"] / ".memhealth" / "memory.db"
-        from memory_core.db import sqlite3
+        from memory_core.store.db import sqlite3
         db = sqlite3.connect(bob_db)
         with db:
             db.execute("INSERT INTO meta(key, value) VALUES ('capture.pending', '41')")

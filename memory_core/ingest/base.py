@@ -56,7 +56,7 @@ class IngestReport:
     """The result of `run_ingest`: per-source counts, vectors, elapsed, budget."""
 
     sources: dict[str, SourceReport] = field(default_factory=dict)
-    frequencies_recounted: int = 0  # kept word frequencies counted again (memory_core.docfreq)
+    frequencies_recounted: int = 0  # kept word frequencies counted again (memory_core.index.docfreq)
     elapsed_s: float = 0.0
     budget_s: float = 0.0
     budget_exhausted: bool = False

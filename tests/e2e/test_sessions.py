@@ -127,7 +127,7 @@ def test_compact_on_resume_then_a_prompt_gets_the_pinned_facts_again(e2e):
 
 
 def _pinned(block: str) -> list[str]:
-    """The pinned items the cue block delivered (memory_core.cues: `- [kind] name (...)` lines
+    """The pinned items the cue block delivered (memory_core.delivery.cues: `- [kind] name (...)` lines
     under its `memhealth memory, pinned at session start` or `... re-delivered after
     compaction` line)."""
     lines = block.splitlines()

@@ -5,8 +5,8 @@ so "did it stop firing?" is a query and a hook killed by its timeout shows as `k
     ...
     finish(conn, hb, "prompt", started_ns, outcome="ok", trace=trace)   # one transaction
 
-Writers raise StoreError subclasses (memory_core.tx); a caller that cannot write the store
-spills the row instead (memory_core.spill).
+Writers raise StoreError subclasses (memory_core.store.tx); a caller that cannot write the store
+spills the row instead (memory_core.outbox.spill).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import time
 
-from memory_core.outbox import Trace, bump, insert_decision, keep_exemplar, observe, set_gauge
-from memory_core.tx import write
+from memory_core.outbox.decisions import insert_decision
+from memory_core.outbox.rollups import bump, keep_exemplar, observe, set_gauge
+from memory_core.outbox.spans import Trace
+from memory_core.store.tx import write
 
 
 def start(conn, hook: str, session_id: str | None = None, trace_id: str | None = None,

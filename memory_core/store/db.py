@@ -1,4 +1,4 @@
-"""Open the per-project store: driver choice, pragmas, migrations (transactions: memory_core.tx).
+"""Open the per-project store: driver choice, pragmas, migrations (transactions: memory_core.store.tx).
 
     conn = connect(path)                 # WAL, busy_timeout, migrated to the latest schema
     with write(conn):                    # BEGIN IMMEDIATE ... COMMIT
@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
     DRIVER = "sqlite3"
 
 from memory_core.errors import StoreError
-from memory_core.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
+from memory_core.store.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 
@@ -43,10 +43,10 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         conn.execute("PRAGMA synchronous = NORMAL")
         if migrate:
-            from memory_core.schema import ensure_schema
+            from memory_core.store.schema import ensure_schema
 
             if ensure_schema(conn) == 0:  # born here: give it an identity (a reset is noticed)
-                from memory_core.identity import born
+                from memory_core.store.identity import born
 
                 born(conn, path)
     except sqlite3.Error as exc:

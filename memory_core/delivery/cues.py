@@ -10,7 +10,7 @@ Rules (DESIGN.md "Injection"): an item is delivered once per session and epoch; 
 starts a new epoch, so the first touch after a compaction delivers again; every delivered
 item carries its provenance; every evaluation leaves an audit row (fired, or skipped with
 no_match | deduped | expired | over_budget | ablation | inactive). Reads only indexed rows
-(memory_core.cuespec compiled them at ingest); never reads a memory file or walks the tree.
+(memory_core.items.compile compiled them at ingest); never reads a memory file or walks the tree.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 import re
 import time
 
-from memory_core.outbox import bump
+from memory_core.outbox.rollups import bump
 
 PINNED_BUDGET_CHARS = 4000   # session start also carries the verdict and the memory summary
 CUE_BUDGET_CHARS = 3000      # one tool call's or prompt's cued items
@@ -226,7 +226,7 @@ class Evaluation:
     def rearm(self) -> int | None:
         """At a clear or compact session start: the epoch its PreCompact started, or a new one
         when no PreCompact ran."""
-        from memory_core.tx import write
+        from memory_core.store.tx import write
 
         if not self.session:
             return None
@@ -293,7 +293,7 @@ class Evaluation:
                 ready.append((item_id, pattern, json.loads(compiled)["v"]))
         if not ready or not text.strip():
             return []
-        from memory_core.embed import EmbedError, OllamaClient
+        from memory_core.index.embed import EmbedError, OllamaClient
 
         try:
             with OllamaClient.from_config(cfg) as client:
@@ -330,7 +330,7 @@ class Evaluation:
         items = {row[0]: row for row in self.conn.execute(
             "SELECT id, path, line, name, kind, expires_ns, recorded_ns, body FROM memory_items WHERE id IN "
             f"({','.join('?' * len(ids))})", ids)}
-        from memory_core.tx import write
+        from memory_core.store.tx import write
 
         lines: list[str] = []
         used, over, done, delivered = 0, [], set(), []
@@ -384,7 +384,7 @@ class Evaluation:
 
     def write(self, extra=None) -> None:
         """Record audit rows and rollups (and `extra(conn)`) in one transaction."""
-        from memory_core.tx import write
+        from memory_core.store.tx import write
 
         if not self.audit and extra is None:
             return

@@ -25,16 +25,17 @@ import json
 import os
 import time
 
-from memory_core.heartbeat import pid_alive
-from memory_core.meta import set_meta
-from memory_core.outbox import bump, insert_degradation, set_gauge
-from memory_core.tx import write
+from memory_core.outbox.decisions import insert_degradation
+from memory_core.outbox.heartbeat import pid_alive
+from memory_core.outbox.rollups import bump, set_gauge
+from memory_core.store.meta import set_meta
+from memory_core.store.tx import write
 
 LEASE = "capture"
 SOURCE = "capture"  # the watermarks row per transcript
 META_PENDING = "capture.pending"  # read by the gate's capture_queue check
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line (a pasted screenshot) is skipped whole
-# memory_core.capture.KINDS, spelled here so SessionStart and SessionEnd (which only queue
+# memory_core.records.extract.KINDS, spelled here so SessionStart and SessionEnd (which only queue
 # and check the lease) do not import the extraction patterns
 KINDS = ("decision", "dead_end", "correction")
 
@@ -223,7 +224,7 @@ def _read_lines(fh, offset: int, limit: int) -> tuple[list[bytes], int]:
 def _capture_transcript(conn, transcript: str, session_id: str | None, token: str, cfg: dict,
                         deadline: float, report: CaptureReport) -> bool:
     """Advance the transcript's watermark to its complete end; True when it got there."""
-    from memory_core.capture import extract_turns, turns
+    from memory_core.records.extract import extract_turns, turns
 
     offset, state = _mark(conn, transcript)
     try:
@@ -283,7 +284,7 @@ def _synthesize(found, cands, cfg: dict, deadline: float, report: CaptureReport)
     if not cfg.get("llm_model") or not cfg.get("llm_url") or not found \
             or (report.llm or "").startswith("failed"):
         return [], None
-    from memory_core.capture_llm import SynthesisError, synthesize
+    from memory_core.records.extract_llm import SynthesisError, synthesize
 
     try:
         extra, dropped = synthesize(found, cfg["llm_url"], cfg["llm_model"], deadline, cfg["llm_timeout_s"])

@@ -19,9 +19,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from memory_core import fts
-from memory_core.db import sqlite3
-from memory_core.outbox import db_span
+from memory_core.index import fts
+from memory_core.outbox.spans import db_span
+from memory_core.store.db import sqlite3
 from memory_core.text import clean, clip
 
 RRF_K = 60
@@ -133,7 +133,7 @@ def search(conn, query: str, cfg, k: int = 10, trace=None, use_vectors: bool = T
         result.hits = _fuse(conn, ranked, k)
         result.timings["fuse_ms"] = _ms(t0)
         if result.degraded and result.degraded not in _QUIET:
-            from memory_core.embed import log_degradation_once
+            from memory_core.index.embed import log_degradation_once
 
             log_degradation_once(conn, result.degraded, result.degraded_detail)
     finally:
@@ -149,7 +149,7 @@ def search(conn, query: str, cfg, k: int = 10, trace=None, use_vectors: bool = T
 
 def _vector_leg(conn, text: str, cfg, fetch: int, trace, query_vector, result: SearchResult):
     """Ranked (chunk_id, distance) from the vector leg, or None with result.degraded set."""
-    from memory_core import vectors
+    from memory_core.index import vectors
 
     if query_vector is None and not (cfg is not None and cfg["embedding"]["url"]):
         result.degraded = "not_configured"
@@ -171,7 +171,7 @@ def _vector_leg(conn, text: str, cfg, fetch: int, trace, query_vector, result: S
             return None
         if not text.strip():
             return []
-        from memory_core.embed import EmbedError, OllamaClient
+        from memory_core.index.embed import EmbedError, OllamaClient
 
         t0 = time.perf_counter()
         try:

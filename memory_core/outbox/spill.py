@@ -22,9 +22,9 @@ import json
 import os
 
 from memory_core.errors import StoreError
-from memory_core.heartbeat import complete_row
-from memory_core.outbox import insert_decision
-from memory_core.tx import write
+from memory_core.outbox.decisions import insert_decision
+from memory_core.outbox.heartbeat import complete_row
+from memory_core.store.tx import write
 
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -150,7 +150,7 @@ def drain(conn, path: str) -> int:
     """Move spilled rows (the spill, its fallback, claims of dead drainers) into the store;
     return how many. Each file is renamed first, so two draining processes never insert the
     same rows twice; a store that cannot take them gets them back, nothing is lost."""
-    from memory_core.heartbeat import pid_alive
+    from memory_core.outbox.heartbeat import pid_alive
 
     total = 0
     for source in pending_files(path):

@@ -6,14 +6,14 @@
 Why not httpx everywhere: importing it costs 40-55 ms, two to three times the interpreter's own
 start-up, and the embedding probe runs inside every SessionStart. Ollama speaks plain HTTP on
 loopback or a LAN; that needs a socket, a request line, and a response parser that knows
-Content-Length, chunked encoding and read-to-close. The rule (memory_core.embed.OllamaClient):
+Content-Length, chunked encoding and read-to-close. The rule (memory_core.index.embed.OllamaClient):
 a process that makes one call and pays the import (the hooks, `memhealth gate`, `search`,
 serve's scheduled probe) uses this client; bulk embedding (`ingest`, `embed`: many calls,
 one kept-alive connection) and every https:// URL (TLS) go through httpx.
 
 Errors are `HttpError` with `kind`: `connect_timeout`, `unreachable` (refused, reset, no
 route), `timeout` (no answer within the read timeout or the deadline), `protocol` (what
-answered is not HTTP). memory_core.embed maps each kind to an embedding failure reason.
+answered is not HTTP). memory_core.index.embed maps each kind to an embedding failure reason.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def _resume(conn, row):
 
 def _sections(conn) -> list[tuple[str, list]]:
     """(heading, rows) of every section with something to say."""
-    # compiled pinned items are delivered whole by the cue block (memory_core.cues) just above
+    # compiled pinned items are delivered whole by the cue block (memory_core.delivery.cues) just above
     delivered = conn.execute("SELECT 1 FROM memory_items WHERE pinned = 1 LIMIT 1").fetchone() is not None
     out = []
     for heading, sql, limit in SECTIONS:

@@ -56,10 +56,10 @@ import struct
 import time
 from collections.abc import Callable, Iterable
 
-from memory_core import db
-from memory_core.db import sqlite3, write
 from memory_core.errors import DimensionMismatch, MemoryCoreError
-from memory_core.meta import get_meta, set_meta
+from memory_core.store import db
+from memory_core.store.db import sqlite3, write
+from memory_core.store.meta import get_meta, set_meta
 
 TABLE = "chunks_vec"          # vec0: the bit index (legacy stores: the float vectors)
 EXACT_TABLE = "chunk_vectors"  # plain table: the float32 vectors knn rescores with
@@ -536,7 +536,7 @@ def backfill(conn, client, batch_size: int = 64, limit: int | None = None,
              on_progress: Callable[[int, int], None] | None = None) -> Backfill:
     """Embed chunks that have no vector, `batch_size` at a time, and store them.
 
-    `client` is anything with `.embed(texts) -> vectors` (memory_core.embed.OllamaClient).
+    `client` is anything with `.embed(texts) -> vectors` (memory_core.index.embed.OllamaClient).
     Stops on the first embedding error (kept in `.error`; the circuit breaker would skip
     the rest anyway), after `limit` chunks, or when `budget_s` runs out. `on_progress`
     gets (done, total_missing) after each batch."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core.capture import KINDS, MIN_STATEMENT_CHARS, Candidate, Turn, normalize
+from memory_core.records.extract import KINDS, MIN_STATEMENT_CHARS, Candidate, Turn, normalize
 
 MAX_PROMPT_CHARS = 24_000  # turns per call; a longer batch is sent in several calls
 MAX_TURN_CHARS = 4_000
@@ -59,7 +59,7 @@ def _prompts(found: list[Turn]) -> list[str]:
 
 
 def _generate(url: str, model: str, prompt: str, timeout_s: float, deadline: float) -> str:
-    from memory_core.http import HttpError, request
+    from memory_core.index.http import HttpError, request
 
     left = deadline - time.monotonic()
     if left <= 0.5:

@@ -47,10 +47,10 @@ import os
 import re
 import time
 
-from memory_core import docfreq, fts
-from memory_core.db import write
-from memory_core.intent import BUILD, DECISION, INVESTIGATION
-from memory_core.outbox import db_span
+from memory_core.delivery.intent import BUILD, DECISION, INVESTIGATION
+from memory_core.index import docfreq, fts
+from memory_core.outbox.spans import db_span
+from memory_core.store.db import write
 from memory_core.text import clip
 
 MIN_IDF_CORPUS = 50
@@ -489,7 +489,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         # words commoner exactly as it recurs. Fewer curated chunks say too little about
         # rarity: then the whole index does, as before (and a dead end can still be named).
         # Counts are kept on write and common words' frequencies kept between prompts
-        # (memory_core.docfreq): nothing here grows with the store.
+        # (memory_core.index.docfreq): nothing here grows with the store.
         curated = tuple(icfg["sources"])
         n_all, n_docs = docfreq.chunk_count(conn), docfreq.chunk_count(conn, curated)
         over = "curated" if n_docs >= MIN_IDF_CORPUS else "all"

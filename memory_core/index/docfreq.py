@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 
-from memory_core import fts
+from memory_core.index import fts
 
 COMMON = 2048  # postings read at most to call a word rare and know its exact frequency
 DRIFT = 20     # a kept frequency is used while the scope changed by at most df / DRIFT
@@ -199,7 +199,7 @@ def refresh(conn, budget_s: float = 2.0) -> int:
     deadline = time.monotonic() + budget_s
     now_by_scope: dict[str, int | None] = {}
     done = 0
-    from memory_core.tx import write
+    from memory_core.store.tx import write
 
     for scope, term, df, then in rows:
         if time.monotonic() > deadline:

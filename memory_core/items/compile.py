@@ -21,7 +21,7 @@ A memory file's frontmatter says what it is and when it fires:
 
 A malformed key is an error naming the file and the key (an `ingest_log` row), and only
 that key is dropped: the item and every other cue still work. Not on the hook path: the
-hook reads the compiled rows (memory_core.cues).
+hook reads the compiled rows (memory_core.delivery.cues).
 """
 
 from __future__ import annotations
@@ -327,7 +327,7 @@ def _known(key: str) -> bool:
 
 def read_spec(text: str) -> ItemSpec:
     """Parse and validate a memory file; malformed keys land in `errors` and are dropped."""
-    from memory_core.ingest.chunking import split_lines
+    from memory_core.text import split_lines
 
     lines = split_lines(text)
     fields, errors, body_start = parse_frontmatter(lines)
@@ -449,7 +449,7 @@ def compile_items(conn, root: str, now_ns: int | None = None, log=None) -> dict:
     A file is recompiled when its ingest hash changed; a file that left the memory source
     loses its item and cues. Malformed keys go to `log(path, key_message)` (an ingest_log
     error in ingest) once per change of the file. Returns counts."""
-    from memory_core.tx import write
+    from memory_core.store.tx import write
 
     now_ns = now_ns or time.time_ns()
     marks = {}
@@ -511,8 +511,8 @@ def embed_semantic(conn, cfg) -> tuple[int, str | None]:
             todo.append((cue_id, pattern))
     if not todo:
         return 0, None
-    from memory_core.embed import EmbedError, OllamaClient
-    from memory_core.tx import write
+    from memory_core.index.embed import EmbedError, OllamaClient
+    from memory_core.store.tx import write
 
     try:
         with OllamaClient.from_config(cfg, bulk=True) as client:
@@ -608,7 +608,7 @@ def slug(text: str, limit: int = 48) -> str:
 
 def project_files(root: str, limit: int = 200_000) -> list[str]:
     """Project-relative files, skipping hidden and dependency directories (for staleness)."""
-    from memory_core.ingest.filesource import SKIP_DIRS
+    from memory_core.store.layout import SKIP_DIRS
 
     out: list[str] = []
     stack = [root]
@@ -634,7 +634,7 @@ def project_files(root: str, limit: int = 200_000) -> list[str]:
 def list_cues(conn, root: str, cfg: dict, now_ns: int | None = None) -> list[dict]:
     """Every item that can fire (pinned, or with a trigger), with its cues and their state:
     active | expired | inactive: why | stale: no file matches its paths any more."""
-    from memory_core.cues import STOP_INACTIVE, semantic_inactive_reason
+    from memory_core.delivery.cues import STOP_INACTIVE, semantic_inactive_reason
 
     now_ns = now_ns or time.time_ns()
     cues_of: dict[int, list[tuple]] = {}

@@ -12,7 +12,7 @@ frontmatter the rest of the system reads (`type: decision|dead_end|correction`, 
 `recorded:`, `source:` provenance, `status: confirmed`), and is indexed at once as memory
 (the memory source's weight), so cues and injection see it like any memory item. Rejected
 and merged candidates stay in the store only: their normalized statement is never proposed
-again (memory_core.capture_store) and, having no file, they are never indexed or injected.
+again (memory_core.records.queue) and, having no file, they are never indexed or injected.
 Every decision bumps memhealth_triage_decisions_total{kind, decision} and refreshes meta
 `capture.pending` for the gate. A decision confirmed with `supersedes=` links to the one it
 replaces: `supersedes:` in its file, `superseded_by:` in the other's (kept across rewrites);
@@ -25,11 +25,11 @@ import os
 import re
 import time
 
-from memory_core.capture_store import refresh_depth
 from memory_core.errors import MemoryCoreError
-from memory_core.layout import MEMORY_DIR, RECORDS_DIR, STATE_DIR
-from memory_core.outbox import bump
-from memory_core.tx import write
+from memory_core.outbox.rollups import bump
+from memory_core.records.queue import refresh_depth
+from memory_core.store.layout import MEMORY_DIR, RECORDS_DIR, STATE_DIR
+from memory_core.store.tx import write
 
 ACTIONS = ("confirm", "reject", "retitle", "merge")
 # lineage (issue 12): a confirmed decision may replace an earlier one on the same subject;

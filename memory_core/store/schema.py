@@ -5,7 +5,7 @@ migration above its version runs in one BEGIN IMMEDIATE transaction. A database 
 this code is refused rather than guessed at.
 
 The vector index (`chunks_vec`, sqlite-vec) is not created here: its width comes from
-config and the extension may be missing; see `memory_core.vectors`. The plain table of
+config and the extension may be missing; see `memory_core.index.vectors`. The plain table of
 exact vectors and its maintained count are (6).
 """
 
@@ -377,12 +377,12 @@ CREATE TRIGGER chunk_counts_au AFTER UPDATE OF source, title, content ON chunks 
     ON CONFLICT(source) DO UPDATE SET n = n + 1, changes = changes + 1;
 END;
 
--- the entry leg's inventory (memory_core.inject._entries: subsystems and dead ends, tens of
+-- the entry leg's inventory (memory_core.delivery.inject._entries: subsystems and dead ends, tens of
 -- rows) read through an index holding only them, not by scanning every memory and ledger
 -- chunk. The query repeats this WHERE word for word, so SQLite can use the partial index.
 CREATE INDEX chunks_entries ON chunks(source, kind) WHERE kind IN ('dead-end', 'dead_end', 'subsystem');
 
--- document frequencies of common words (memory_core.docfreq): a word in at least
+-- document frequencies of common words (memory_core.index.docfreq): a word in at least
 -- docfreq.COMMON chunks costs O(its frequency) to count; its count is kept here with the
 -- scope's `changes` when counted, and re-counted once the scope has changed by more than a
 -- small fraction of it. scope: '*' (every source) or the sorted curated sources, comma-joined.
@@ -396,7 +396,7 @@ CREATE TABLE term_df (
 ) WITHOUT ROWID;
 """),
     (6, "vector count kept on write", """
--- the exact float32 vectors (memory_core.vectors keeps the bit index `chunks_vec` beside them
+-- the exact float32 vectors (memory_core.index.vectors keeps the bit index `chunks_vec` beside them
 -- when sqlite-vec loads). A plain table: created here, so the count's triggers have a table
 -- in every store, with or without the extension; empty until something is embedded.
 CREATE TABLE IF NOT EXISTS chunk_vectors (
@@ -452,7 +452,7 @@ def ensure_schema(conn) -> int:
 
 def _split(sql: str) -> list[str]:
     """Split a migration into statements (executescript would COMMIT our transaction)."""
-    from memory_core.db import sqlite3
+    from memory_core.store.db import sqlite3
 
     statements, buf = [], ""
     for line in sql.splitlines(keepends=True):

@@ -4,7 +4,7 @@ names another store is a store reset — a truncated file SQLite silently reopen
 deleted one recreated — and the history before it is gone. The reset is recorded in meta
 and the gate says it once.
 
-    born(conn, db_path)          # memory_core.db.connect, when it created the schema
+    born(conn, db_path)          # memory_core.store.db.connect, when it created the schema
     pending_reset(conn)          # {"previous": {...}, "ts_ns": ...} until acknowledged
 """
 
@@ -14,9 +14,9 @@ import json
 import os
 import time
 
-from memory_core.layout import STORE_ID_NAME
-from memory_core.meta import get_meta, set_meta
-from memory_core.tx import write
+from memory_core.store.layout import STORE_ID_NAME
+from memory_core.store.meta import get_meta, set_meta
+from memory_core.store.tx import write
 
 META_ID = "store.id"
 META_RESET = "store.reset"

@@ -5,7 +5,7 @@ guard, a context-overflow retry and a log-once degradation record.
     vectors = client.embed(["why does the WAL stall"])   # list[list[float]], or EmbedError
 
 Transport, one rule: a process that makes one call pays for every import it needs, so a
-plain http:// URL goes through memory_core.http (stdlib sockets, a whole-call deadline, no
+plain http:// URL goes through memory_core.index.http (stdlib sockets, a whole-call deadline, no
 httpx import: ~40-55 ms saved in every hook and gate); bulk embedding (`from_config(...,
 bulk=True)`: ingest and embed, many calls over one kept-alive connection) and every https://
 URL (TLS, verified against the system store or [embedding].ca_file) go through httpx,
@@ -102,9 +102,9 @@ def log_degradation_once(conn, reason: str, detail: str = "", component: str = "
     key = (component, reason)
     if key in _LOGGED:
         return False
-    from memory_core.db import sqlite3, write
     from memory_core.errors import StoreError
-    from memory_core.outbox import insert_degradation
+    from memory_core.outbox.decisions import insert_degradation
+    from memory_core.store.db import sqlite3, write
 
     try:
         if conn.in_transaction:
@@ -189,7 +189,7 @@ class OllamaClient:
 
     @property
     def transport(self) -> str:
-        """"httpx" or "small" (memory_core.http), by the rule in the module docstring."""
+        """"httpx" or "small" (memory_core.index.http), by the rule in the module docstring."""
         return "httpx" if self.pooled or not self.url.startswith("http://") else "small"
 
     @classmethod
@@ -405,7 +405,7 @@ class OllamaClient:
 
     def _call(self, method: str, path: str, body: dict | None, budget: tuple[float, float]) -> dict:
         """One request; the parsed JSON object, or EmbedError with the right reason."""
-        from memory_core import http
+        from memory_core.index import http
 
         deadline, read_s = budget
         remaining = deadline - time.monotonic()
@@ -435,11 +435,11 @@ class OllamaClient:
         return data
 
     def _call_httpx(self, method, path, body, read, remaining) -> tuple[int, str]:
-        """httpx's exceptions become memory_core.http.HttpError kinds, so that one function
+        """httpx's exceptions become memory_core.index.http.HttpError kinds, so that one function
         (_transport_error) maps both transports to embedding failure reasons."""
         import httpx
 
-        from memory_core.http import HttpError
+        from memory_core.index.http import HttpError
 
         timeout = httpx.Timeout(read, connect=min(self.connect_timeout_s, remaining))
         try:
@@ -455,7 +455,7 @@ class OllamaClient:
         return resp.status_code, resp.text
 
     def _transport_error(self, exc, path: str, read: float) -> EmbedError:
-        """The one mapping from a transport failure (memory_core.http.HttpError.kind) to an
+        """The one mapping from a transport failure (memory_core.index.http.HttpError.kind) to an
         embedding failure reason, whichever transport carried the call."""
         if exc.kind == "connect_timeout":
             return EmbedError("unreachable", f"Ollama server unreachable at {self.url} (connect "

@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from memory_core.layout import STATE_DIR
+from memory_core.store.layout import STATE_DIR
 
 REGISTRY_NAME = "projects.json"
 MAX_PROJECTS = 256  # the `project` label's cardinality is bounded by the registry

@@ -1,6 +1,7 @@
-"""The outbox: what a process did, as rows beside the memory it touched — spans, injection
-decisions, degradations, and the metric rollups the collector serves.
+"""Spans: what a process did, as rows beside the memory it touched, with the outbox's bound.
 
+The outbox package holds what hooks record for export: spans (here), decisions and
+degradations (`decisions`), metric rollups (`rollups`), heartbeats, the journal and the spill.
 Hooks record here and never touch the network (an OTLP export from a short-lived process
 stalls ~6.5 s at exit while the collector is down); `telemetry.export` ships the rows later.
 
@@ -9,9 +10,8 @@ stalls ~6.5 s at exit while the collector is down); `telemetry.export` ships the
         ...
     with write(conn):
         trace.write(conn)
-        insert_decision(conn, {"hook": "prompt", "outcome": "no_intent", ...})
 
-Standard library only (plus the stdlib-only metric catalog): the hook path imports this.
+Standard library only: the hook path imports this.
 """
 
 from __future__ import annotations
@@ -21,10 +21,8 @@ import os
 import time
 
 from memory_core.errors import StoreError
-from memory_core.tx import write
-from telemetry.catalog import CATALOG, HOOK_DURATION_BUCKETS
-
-INF = float("inf")
+from memory_core.outbox.rollups import bump
+from memory_core.store.tx import write
 
 
 def new_trace_id() -> str:
@@ -34,58 +32,6 @@ def new_trace_id() -> str:
 def new_span_id() -> str:
     return os.urandom(8).hex()
 
-
-def _labels(labels: dict | None) -> str:
-    return json.dumps(labels or {}, sort_keys=True, separators=(",", ":"))
-
-
-# -- rollups ---------------------------------------------------------------------------
-
-def bump(conn, metric: str, labels: dict | None = None, by: float = 1.0) -> None:
-    """Add `by` to a counter rollup (call inside a write transaction)."""
-    conn.execute(
-        "INSERT INTO rollups(metric, labels, value) VALUES (?, ?, ?) "
-        "ON CONFLICT(metric, labels) DO UPDATE SET value = value + excluded.value",
-        (metric, _labels(labels), by))
-
-
-def set_gauge(conn, metric: str, value: float, labels: dict | None = None) -> None:
-    conn.execute(
-        "INSERT INTO rollups(metric, labels, value) VALUES (?, ?, ?) "
-        "ON CONFLICT(metric, labels) DO UPDATE SET value = excluded.value",
-        (metric, _labels(labels), value))
-
-
-def bucket_labels(metric: str, value: float, labels: dict | None = None) -> dict:
-    """The labels of the (non-cumulative) bucket rollup `value` falls in."""
-    buckets = CATALOG[metric].buckets or HOOK_DURATION_BUCKETS
-    le = next((b for b in buckets if value <= b), INF)
-    return {**(labels or {}), "le": "+Inf" if le == INF else repr(float(le))}
-
-
-def observe(conn, metric: str, value: float, labels: dict | None = None) -> None:
-    """Record one histogram observation: its bucket (non-cumulative), sum and count."""
-    base = dict(labels or {})
-    bump(conn, metric + "_bucket", bucket_labels(metric, value, base))
-    bump(conn, metric + "_sum", base, value)
-    bump(conn, metric + "_count", base)
-
-
-def keep_exemplar(conn, metric: str, value: float, labels: dict | None, heartbeat_id: int,
-                  ts_ns: int) -> None:
-    """Remember the heartbeat's trace id as the latest exemplar of the bucket `value` falls in
-    (one UPSERT, inside the caller's write transaction; the trace id is read from the
-    heartbeat row, so a row started without one keeps the previous exemplar)."""
-    conn.execute(
-        "INSERT INTO rollup_exemplars(metric, labels, trace_id, value, ts_ns) "
-        "SELECT ?, ?, trace_id, ?, ? FROM heartbeats WHERE id = ? AND trace_id IS NOT NULL "
-        "ON CONFLICT(metric, labels) DO UPDATE SET trace_id = excluded.trace_id, "
-        "value = excluded.value, ts_ns = excluded.ts_ns",
-        (metric + "_bucket", _labels(bucket_labels(metric, value, labels)), value, ts_ns,
-         heartbeat_id))
-
-
-# -- spans -----------------------------------------------------------------------------
 
 class Span:
     """One span, recorded with its own timestamps; use as a context manager."""
@@ -240,33 +186,6 @@ class command_trace:
         return False
 
 
-# -- decisions and degradations ------------------------------------------------------------
-
-DECISION_FIELDS = ("ts_ns", "hook", "session_id", "prompt_id", "trace_id", "prompt_hash",
-                   "prompt_len", "outcome", "intent", "retrieval_ms", "detail")
-
-
-def insert_decision(conn, decision: dict) -> None:
-    """Insert one injection decision row and bump its counter (inside a write transaction)."""
-    row = dict(decision)
-    row.setdefault("ts_ns", time.time_ns())
-    detail = row.get("detail")
-    if detail is not None and not isinstance(detail, str):
-        row["detail"] = json.dumps(detail, default=str, ensure_ascii=False)
-    conn.execute(
-        f"INSERT INTO decisions({', '.join(DECISION_FIELDS)}) VALUES ({', '.join('?' * len(DECISION_FIELDS))})",
-        tuple(row.get(f) for f in DECISION_FIELDS))
-    bump(conn, "memhealth_injection_decisions_total", {"outcome": row["outcome"]})
-    if row.get("retrieval_ms") is not None:
-        observe(conn, "memhealth_retrieval_duration_seconds", row["retrieval_ms"] / 1000.0)
-
-
-def insert_degradation(conn, component: str, reason: str, detail: str = "") -> None:
-    conn.execute("INSERT INTO degradations(ts_ns, component, reason, detail, pid) VALUES (?,?,?,?,?)",
-                 (time.time_ns(), component, reason, detail[:500], os.getpid()))
-    bump(conn, "memhealth_degradations_total", {"component": component, "reason": reason})
-
-
 # -- bounds ----------------------------------------------------------------------------------
 
 DEFAULT_MAX_ROWS = 20_000
@@ -297,7 +216,7 @@ def prune_spans(conn, max_age_days: float, max_rows: int, now_ns: int | None = N
     row_bound = newest - max(int(max_rows), 1)
     if first[1] >= cutoff and first[0] > row_bound:
         return {"retention": 0, "max_rows": 0}
-    from memory_core.meta import get_meta
+    from memory_core.store.meta import get_meta
 
     try:
         exported = int(get_meta(conn, EXPORT_WATERMARK_KEY) or 0)

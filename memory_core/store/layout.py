@@ -15,3 +15,8 @@ STORE_ID_NAME = "store-id"  # the identity of the store this directory had (a re
 MEMORY_DIR = "memory"        # .memhealth/memory/: memory files the project keeps
 RECORDS_DIR = "records"      # .memhealth/memory/records/: confirmed anti-recurrence records
 LEDGERS_DIR = "ledgers"      # .memhealth/ledgers/: append-only ledgers (decisions.ndjson)
+
+# Directories never walked as the project's own (an explicit config entry may still name one):
+# dependency trees and build output. Hidden directories are skipped too.
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "dist",
+                       "build", "target", "vendor"})

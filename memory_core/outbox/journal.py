@@ -22,9 +22,9 @@ import json
 import os
 import time
 
-from memory_core.layout import JOURNAL_NAME
-from memory_core.spill import write_line
-from memory_core.tx import write
+from memory_core.outbox.spill import write_line
+from memory_core.store.layout import JOURNAL_NAME
+from memory_core.store.tx import write
 
 DRAIN_AT_BYTES = 256 * 1024  # a hook drains the journal itself past this (no gate or serve running)
 KILLED_DETAIL = ("killed before its heartbeat reached the database (waiting on stdin or on the "
@@ -55,7 +55,7 @@ def ended(state_dir: str, trace_id: str) -> None:
 
 
 def _alive(pid) -> bool:
-    from memory_core.heartbeat import pid_alive
+    from memory_core.outbox.heartbeat import pid_alive
 
     return isinstance(pid, int) and pid_alive(pid)
 
@@ -117,7 +117,7 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
         elif isinstance(rec.get("started_ns"), int) and isinstance(rec.get("hook"), str):
             starts.append((rec, line))
     killed = 0
-    from memory_core.outbox import bump
+    from memory_core.outbox.rollups import bump
 
     try:
         with write(conn):
@@ -161,9 +161,9 @@ def settle(conn, state_dir: str, killed_after_s: float, now_ns: int | None = Non
     could be marked killed, journal lines of dead hooks become killed rows, and what is
     still open and dead is reaped. Best effort: returns what each step did or why it could
     not ({"spilled": n, "journal": n, "reaped": n, "error": "..."})."""
-    from memory_core import heartbeat, spill
     from memory_core.errors import StoreError
-    from memory_core.layout import SPILL_NAME
+    from memory_core.outbox import heartbeat, spill
+    from memory_core.store.layout import SPILL_NAME
 
     out: dict = {"spilled": 0, "journal": 0, "reaped": 0}
     try:
