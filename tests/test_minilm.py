@@ -12,7 +12,7 @@ import sys
 import httpx
 import pytest
 
-from memory_core.embed import EmbedError, OllamaClient
+from memory_core.index.embed import EmbedError, OllamaClient
 from tests.conftest import REPO, clean_env, run_cli
 from tests.support import minilm
 from tests.support.model_server import BUSY_BODY, ModelServer, configure_project
