@@ -10,8 +10,10 @@ only the text, so one run indexes every source's text before it spends any of it
 on an embedding server; a slow model can delay vectors, never the inventory. The phase is
 a backfill, not a sink: it embeds every chunk without a vector (this run's and those an
 earlier run left), so the next `memhealth ingest` (or `memhealth embed`, without a budget)
-continues where this one stopped. A batch is started only while the time the previous one
-took still fits before the deadline.
+continues where this one stopped. Each request carries [embedding].batch_size texts, fewer
+when the time per text measured on this run's earlier requests says they would not be back
+before the deadline (the first request is a small probe): a slow model ends a phase on time
+instead of one full batch past it.
 
 An embedding failure never fails ingest: the chunks are already committed, the failure is
 recorded once as a degradation (component "embedding"), the rest of the phase skips the
@@ -31,6 +33,7 @@ from memory_core.store.meta import VECTORS_BACKFILL as META_KEY
 # The injection cascade reads memory (the inventory, confirmed records) and ledgers first;
 # transcripts are never offered, so their vectors come last.
 PRIORITY: tuple[str, ...] = ("memory", "ledger", "git", "docs", "transcript")
+FIRST_BATCH = 1  # the first request of a run measures the server before a full batch is sent
 
 
 def drop_vectors(conn, ids: list[int]) -> None:
@@ -101,22 +104,36 @@ class VectorPhase:
 
             self._degrade("vector_unavailable", vec_unavailable_reason() or "sqlite-vec cannot load")
             return
-        last_s = 0.0
+        per_text = None  # seconds per text, measured on this run's batches
         for source in PRIORITY:
             after = 0
             while True:
-                if run.clock() + last_s >= run.deadline:
+                left = run.deadline - run.clock()
+                size = self._batch(per_text, left)
+                if size == 0:
                     # the next batch would not fit: stop between batches, the next run resumes
                     self.stopped = bool(vectors.missing(self.conn, 1, 0))
                     return
-                ids = vectors.missing(self.conn, self.batch_size, after, source)
+                ids = vectors.missing(self.conn, size, after, source)
                 if not ids:
                     break
                 after = ids[-1]  # forward only: a refused chunk is not retried in this run
                 t0 = run.clock()
                 if not self._embed(ids):
                     return
-                last_s = run.clock() - t0
+                took = (run.clock() - t0) / len(ids)
+                per_text = took if per_text is None else 0.5 * per_text + 0.5 * took
+
+    def _batch(self, per_text: float | None, left: float) -> int:
+        """How many texts the next request may carry: [embedding].batch_size, fewer when the
+        time per text measured so far says more would not be back before the deadline; the
+        first request is a small probe (FIRST_BATCH) that measures it; 0 when none fits."""
+        if left <= 0:
+            return 0
+        if per_text is None:
+            return min(self.batch_size, FIRST_BATCH)
+        fits = int(left / per_text) if per_text > 0 else self.batch_size
+        return max(min(self.batch_size, fits), 0)
 
     def _embed(self, ids: list[int]) -> bool:
         vectors = self._vectors
