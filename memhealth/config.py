@@ -112,6 +112,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "listen": ("str", "127.0.0.1:9464", None, "host:port; loopback unless told otherwise"),
         "probe_interval_s": ("float", 60.0, (1.0, 86400.0), "background gate schedule"),
         "export_interval_s": ("float", 15.0, (1.0, 86400.0), "OTLP export schedule"),
+        # -- vector backfill on serve's schedule (text first, vectors after) --
+        "backfill_interval_s": ("float", 300.0, (0.0, 86400.0),
+                                "with [embedding].url set, embed chunks that have no vector every this "
+                                "many seconds, within [ingest].budget_s; 0 turns it off"),
     },
     "alerts": {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),

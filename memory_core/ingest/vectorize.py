@@ -58,6 +58,22 @@ def progress(conn) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+def backfill(conn, cfg, budget_s: float):
+    """The vector phase alone, outside an ingest run (serve's schedule): embed what has no
+    vector within `budget_s`. Returns the IngestReport with the vectors_* fields set, or None
+    when every chunk already has a vector (nothing written, not even the progress row)."""
+    from memory_core.index import vectors
+    from memory_core.ingest.base import IngestReport, Run
+
+    if not vectors.missing(conn, 1, 0):
+        return None
+    report = IngestReport(budget_s=budget_s)
+    run = Run(conn, "", cfg, budget_s)
+    run.worked = True
+    VectorPhase(conn, cfg, report, run).run()
+    return report
+
+
 class VectorPhase:
     """Embeds the chunks without a vector, by source in PRIORITY order, until the deadline."""
 
