@@ -88,7 +88,10 @@ def vec_table_width(conn) -> int | None:
 
 def vector_coverage(ev) -> CheckResult:
     """NOTE without embeddings; RED when sqlite-vec cannot load, the table's width is not
-    [embedding].dim, or fewer than gate.vector_coverage_min of the chunks have a vector."""
+    [embedding].dim, or fewer than gate.vector_coverage_min of the chunks have a vector —
+    unless the last ingest's vector phase embedded some before its budget ran out, within
+    gate.ingest_max_age_days: then a NOTE says how far along the backfill is (text first,
+    vectors after: the lexical leg is whole meanwhile)."""
     emb = ev.cfg["embedding"]
     if not emb["url"]:
         return note("embeddings not configured: search is BM25-only",
