@@ -109,3 +109,40 @@ def test_the_text_phase_alone_is_cut_by_the_budget_and_vectors_wait_for_it(tmp_p
         data = json.loads(proc.stdout)
         assert data["budget_exhausted"] and data["vectors"]["embedded"] == 0
         assert ollama.bodies("/api/embed") == []
+
+
+def test_with_the_real_model_one_ingest_indexes_every_source_text_before_vectors(tmp_path, model_server):
+    """The real all-MiniLM-L6-v2 behind the Ollama-compatible server: the httpx project plus
+    2,000 generated doc chunks, more than its forward passes can embed in the budget on this
+    box. One run indexes all the text, the inventory among it; the vectors wait their turn."""
+    from tests.support.model_server import configure_project
+
+    root = _project(tmp_path, model_server.url)
+    configure_project(root, model_server.url, batch_size=16)
+    extra = os.path.join(root, "docs", "generated")
+    os.makedirs(extra)
+    for i in range(500):
+        sections = "\n".join(f"## Part {s} of note {i}\n\nretry budget {i} for the pool, section {s}, "
+                             f"{'connection pool limits and timeouts ' * 6}\n" for s in range(4))
+        with open(os.path.join(extra, f"n{i:03d}.md"), "w", encoding="utf-8") as fh:
+            fh.write(sections)
+    proc = run_cli("ingest", "docs", "memory", "--json", "--budget-s", "6", "--project", root,
+                   env=clean_env(HOME=os.path.join(root, "home")), timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert not data["budget_exhausted"], data
+    assert {r[0] for r in rows(root, "SELECT DISTINCT path FROM chunks WHERE source = 'memory'")} == _memory_files(root)
+    vec = data["vectors"]
+    assert vec["chunks"] > 2000 and vec["with_vector"] < vec["chunks"] and vec["backfill"] == "budget", vec
+    memory_left = rows(root, "SELECT count(*) FROM chunks WHERE source = 'memory' "
+                             "AND id NOT IN (SELECT chunk_id FROM chunk_vectors)")[0][0]
+    memory_total = rows(root, "SELECT count(*) FROM chunks WHERE source = 'memory'")[0][0]
+    assert memory_left == max(memory_total - vec["with_vector"], 0)  # the inventory's vectors first
+    cfg = load(os.path.join(root, ".memhealth"), environ={})
+    cfg["embedding"]["url"] = ""
+    conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+    try:
+        socks = next(p for p in prompts_for("httpx") if p["expect"] == "SOCKS proxy support")
+        assert any("SOCKS" in t for t in verdict(conn, cfg, socks["prompt"], "real-model")["dnr"])
+    finally:
+        conn.close()
