@@ -23,10 +23,9 @@ def register(sub):
 
 
 def run(args) -> int:
-    import json
     import sys
 
-    from memhealth.cliutil import open_project
+    from memhealth.cliutil import emit_json, open_project
     from memory_core.errors import VectorUnavailable
     from memory_core.index import vectors
     from memory_core.index.embed import EmbedError, OllamaClient, log_degradation_once
@@ -60,12 +59,12 @@ def run(args) -> int:
         ratio = with_vector / total if total else 1.0
         err = result.error
         if args.json:
-            print(json.dumps({
+            emit_json({
                 "stored": result.stored, "refused": result.refused, "pruned": pruned,
                 "seconds": round(result.seconds, 3), "with_vector": with_vector, "chunks": total,
                 "coverage": round(ratio, 4), "dim": dim, "model": client.model,
                 "error": None if err is None else {"reason": getattr(err, "reason", "error"),
-                                                   "message": str(err)}}))
+                                                   "message": str(err)}})
         else:
             extra = f", {pruned} orphan vector(s) removed" if pruned else ""
             print(f"embedded {result.stored} chunk(s) in {result.seconds:.1f}s{extra}")

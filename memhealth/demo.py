@@ -198,8 +198,8 @@ def _capture_and_triage(cmd: list[str], root: str, transcript: str, out) -> list
     listing = subprocess.run(cmd + ["triage", "--json", "--project", root], capture_output=True, text=True,
                              timeout=120)
     try:
-        pending = json.loads(listing.stdout) if listing.returncode == 0 else []
-    except ValueError:
+        pending = json.loads(listing.stdout)["candidates"] if listing.returncode == 0 else []
+    except (ValueError, KeyError, TypeError):
         pending = []
     out(f"[4/5] capture and triage: session end proposed {len(pending)} candidate(s) from the transcript "
         "(`memhealth triage`):")

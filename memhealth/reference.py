@@ -4,8 +4,8 @@
 
 `memhealth generate` writes them beside the dashboards and rules, and `generate --check`
 fails when one is stale, so the reference cannot drift from the parser (`memhealth.cli`),
-the config SCHEMA (`memhealth.config`), the metric catalog (`telemetry.catalog`) or the
-gate's checks (`telemetry.slo`, in `probes.gate.CHECKS` order). Prose that explains them
+the config SCHEMA (`memhealth.config`), the metric catalog (`telemetry.catalog`), the span
+catalog (`telemetry.span_catalog`) or the gate's checks (`telemetry.slo`, in `probes.gate.CHECKS` order). Prose that explains them
 lives in docs/concepts and docs/how-to; this module only renders tables.
 """
 
@@ -170,6 +170,101 @@ def gate_checks_reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def spans_reference() -> str:
+    from telemetry.span_catalog import SPAN_ATTRIBUTE_LIST, SPAN_ATTRIBUTE_PREFIXES, SPANS
+
+    lines = [HEADER.format(source="the span catalog (telemetry/span_catalog.py)"),
+             "# Spans reference", "",
+             "Every span memhealth records (in the store's outbox, shipped over OTLP by `memhealth "
+             "export` or `serve`) and every attribute it sets. Names follow the OpenTelemetry "
+             "semantic conventions where one exists. An attribute marked *content* carries what "
+             "the user typed and is recorded only with `[injection].capture_content = true`.", "",
+             "## Spans", "", "| span name | what it covers |", "|---|---|"]
+    lines += [f"| `{name}` | {_cell(meaning)} |" for name, meaning in SPANS.items()]
+    lines += ["", "## Attributes", "", "| attribute | type | what it says |", "|---|---|---|"]
+    for attr in SPAN_ATTRIBUTE_LIST:
+        flag = " *(content, opt-in)*" if attr.content else ""
+        lines.append(f"| `{attr.name}` | {attr.type} | {_cell(attr.meaning)}{flag} |")
+    lines += ["", "Families whose last part is data:", ""]
+    lines += [f"- `{prefix}*`: {_cell(meaning)}" for prefix, meaning in SPAN_ATTRIBUTE_PREFIXES.items()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def schema_reference() -> str:
+    """Tables, their columns and the migrations, read from a store created in a scratch
+    directory by the same code every project's store is created by."""
+    import os
+    import tempfile
+
+    from memory_core.store.db import connect
+    from memory_core.store.schema import LATEST, MIGRATIONS
+
+    lines = [HEADER.format(source="the store's migrations (memory_core/store/schema.py)"),
+             "# Store schema reference", "",
+             f"`.memhealth/memory.db` is one SQLite file at schema version {LATEST} "
+             "(`PRAGMA user_version`). Every store is migrated forward on open, in one "
+             "transaction per migration; a store from a newer memhealth is refused, never "
+             "rewritten.", "", "## Migrations", "", "| version | what it did |", "|---|---|"]
+    lines += [f"| {version} | {_cell(title)} |" for version, title, _sql in MIGRATIONS]
+    lines += ["", "## Tables", ""]
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = connect(os.path.join(tmp, "memory.db"))
+        try:
+            tables = conn.execute(
+                "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+            shadow = {name for name, _t in tables for suffix in ("_data", "_idx", "_content", "_docsize",
+                                                                   "_config", "_chunks", "_rowids",
+                                                                   "_info", "_vector_chunks00")
+                      if name.endswith(suffix) and any(name == base + suffix for base, _ in tables)}
+            for name, kind in tables:
+                if name in shadow or "_vector_chunks" in name or "_metadata" in name:
+                    continue
+                columns = conn.execute(f'PRAGMA table_xinfo("{name}")').fetchall()
+                lines += [f"### `{name}`" + (" (view)" if kind == "view" else ""), "",
+                          "| column | type | not null | key |", "|---|---|---|---|"]
+                lines += [f"| `{c[1]}` | {c[2] or ''} | {'yes' if c[3] else ''} | {'pk' if c[5] else ''} |"
+                          for c in columns if c[6] == 0]
+                lines.append("")
+        finally:
+            conn.close()
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def json_reference() -> str:
+    from memhealth.cliutil import JSON_FIELDS, JSON_VERSION
+
+    lines = [HEADER.format(source="memhealth/cliutil.py (JSON_FIELDS)"),
+             "# JSON output reference", "",
+             "Every command that reports takes `--json` and prints one JSON object on one line. "
+             f'Its first key is `"version": {JSON_VERSION}`, which grows when a field changes '
+             "meaning or goes away (a new field does not change it). An error is the same shape, "
+             "on stdout, with the exit code; nothing is printed on stderr:", "",
+             "```json",
+             f'{{"version": {JSON_VERSION}, "command": "search", "error": {{"message": "QUERY is empty: ...", "exit": 2}}}}',
+             "```", ""]
+    for command, fields in JSON_FIELDS.items():
+        title = command if command.startswith("(") else f"`memhealth {command} --json`"
+        lines += [f"## {title}", "", "| field | what it holds |", "|---|---|"]
+        lines += [f"| `{name}` | {_cell(meaning)} |" for name, meaning in fields.items()]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def http_reference() -> str:
+    from telemetry.endpoints import ENDPOINTS
+
+    lines = [HEADER.format(source="the endpoint table (telemetry/endpoints.py)"),
+             "# HTTP endpoints reference", "",
+             "What `memhealth serve` (one project, 127.0.0.1:9464 by default) and `memhealth serve "
+             "--all` (every registered project on one port) answer. Both bind loopback unless "
+             "told otherwise; `{name}` is a project's registered name.", "",
+             "| method | path | served by | what it answers | who may call it |", "|---|---|---|---|---|"]
+    lines += [f"| {e.method} | `{e.path}` | {', '.join(e.servers)} | {_cell(e.what)} | {_cell(e.access)} |"
+              for e in ENDPOINTS]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def reference_docs() -> dict[str, str]:
     """Every generated reference page: repository-relative path → exact content."""
     return {
@@ -177,4 +272,8 @@ def reference_docs() -> dict[str, str]:
         "docs/reference/config.md": config_reference(),
         "docs/reference/metrics.md": metrics_reference(),
         "docs/reference/gate-checks.md": gate_checks_reference(),
+        "docs/reference/spans.md": spans_reference(),
+        "docs/reference/schema.md": schema_reference(),
+        "docs/reference/json.md": json_reference(),
+        "docs/reference/http.md": http_reference(),
     }

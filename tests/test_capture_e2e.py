@@ -31,7 +31,7 @@ def test_a_confirmed_dead_end_comes_back_with_provenance_when_it_is_re_proposed(
     assert end.returncode == 0 and end.stdout == b""
     wait_for(lambda: work_status(project) == ["done"])
 
-    listed = json.loads(run_cli("triage", "--json", cwd=str(project)).stdout)
+    listed = json.loads(run_cli("triage", "--json", cwd=str(project)).stdout)["candidates"]
     kinds = {i["kind"]: i for i in listed}
     assert set(kinds) == {"dead_end", "decision"}
     confirm = run_cli("triage", "confirm", str(kinds["dead_end"]["id"]), cwd=str(project))

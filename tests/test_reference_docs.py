@@ -28,7 +28,7 @@ def test_generate_check_covers_the_reference_docs():
     proc = run_cli("generate", "--check", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert set(reference_docs()) == {f"docs/reference/{n}" for n in
-                                     ("cli.md", "config.md", "metrics.md", "gate-checks.md")}
+                                     ("cli.md", "config.md", "metrics.md", "gate-checks.md", "spans.md", "schema.md", "json.md", "http.md")}
 
 
 def test_a_stale_reference_page_fails_the_check(tmp_path):
@@ -74,6 +74,23 @@ def test_every_metric_is_in_the_metrics_reference():
         assert re.search(rf"^\| `{re.escape(name)}` \|", text, re.M), name
 
 
+def test_every_table_of_a_fresh_store_is_in_the_schema_reference(tmp_path):
+    from memory_core.store.db import connect
+    from memory_core.store.schema import LATEST
+
+    text = committed("schema.md")
+    assert f"schema version {LATEST}" in text
+    conn = connect(str(tmp_path / "memory.db"))
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                             "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%fts_%'")]
+    finally:
+        conn.close()
+    assert tables
+    for name in tables:
+        assert f"### `{name}`" in text, name
+
+
 def test_every_gate_check_is_in_the_gate_checks_reference():
     from probes.gate import CHECKS
 
@@ -84,7 +101,8 @@ def test_every_gate_check_is_in_the_gate_checks_reference():
         assert f"| `{name}` |" in text, name
 
 
-@pytest.mark.parametrize("page", ["cli.md", "config.md", "metrics.md", "gate-checks.md"])
+@pytest.mark.parametrize("page", ["cli.md", "config.md", "metrics.md", "gate-checks.md", "spans.md",
+                                  "schema.md", "json.md", "http.md"])
 def test_the_readme_links_every_reference_page(page):
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as fh:
         assert f"docs/reference/{page}" in fh.read()
