@@ -103,7 +103,9 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
                 _finish_source(conn, name, rep)
     finally:
         if cfg["embedding"]["url"]:
-            _vector_phase(conn, cfg, report, run, trace, root_span)
+            # the sources asked for; a run of every enabled source embeds the whole backlog
+            _vector_phase(conn, cfg, report, run, trace, root_span,
+                          None if sources is None or set(names) >= set(resolve_sources(None, cfg)) else names)
     if stopped_at is not None:
         report.budget_exhausted = True
         not_reached = names[names.index(stopped_at) + 1:]
@@ -130,14 +132,14 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
     return report
 
 
-def _vector_phase(conn, cfg, report, run, trace, parent) -> None:
+def _vector_phase(conn, cfg, report, run, trace, parent, sources=None) -> None:
     """After the text: embed what has no vector within the rest of the budget (a text phase
     that used it all leaves the vectors to the next run, or to `memhealth embed`)."""
     from memory_core.ingest.vectorize import VectorPhase
 
     span = trace.span("ingest vectors", parent=parent) if trace else None
     t0 = run.clock()
-    VectorPhase(conn, cfg, report, run).run()
+    VectorPhase(conn, cfg, report, run, None if sources is None else tuple(sources)).run()
     if span is not None:
         span.update({"memhealth.ingest.vectors_embedded": report.vectors_embedded,
                      "memhealth.ingest.vectors_pending": report.vectors_pending,

@@ -77,8 +77,11 @@ def backfill(conn, cfg, budget_s: float):
 class VectorPhase:
     """Embeds the chunks without a vector, by source in PRIORITY order, until the deadline."""
 
-    def __init__(self, conn, cfg, report, run):
+    def __init__(self, conn, cfg, report, run, sources: tuple[str, ...] | None = None):
         self.conn = conn
+        # the sources whose chunks this phase embeds: an ingest of some sources (`memhealth
+        # remember` re-reads memory) embeds theirs, not the whole store's backlog
+        self.sources = tuple(s for s in PRIORITY if sources is None or s in sources)
         self.report = report
         self.run_ = run
         self.batch_size = int(cfg["embedding"]["batch_size"])
@@ -121,14 +124,14 @@ class VectorPhase:
             self._degrade("vector_unavailable", vec_unavailable_reason() or "sqlite-vec cannot load")
             return
         per_text = None  # seconds per text, measured on this run's batches
-        for source in PRIORITY:
+        for source in self.sources:
             after = 0
             while True:
                 left = run.deadline - run.clock()
                 size = self._batch(per_text, left)
                 if size == 0:
                     # the next batch would not fit: stop between batches, the next run resumes
-                    self.stopped = bool(vectors.missing(self.conn, 1, 0))
+                    self.stopped = any(vectors.missing(self.conn, 1, 0, s) for s in self.sources)
                     return
                 ids = vectors.missing(self.conn, size, after, source)
                 if not ids:
