@@ -83,29 +83,23 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
     root_span = trace.span("ingest", **{"memhealth.ingest.sources": ",".join(names),
                                         "memhealth.ingest.budget_s": budget}) if trace else None
     stopped_at = None
-    try:
-        for name in names:
-            rep = report.sources[name] = SourceReport()
-            if stopped_at is not None:
-                continue
-            span = trace.span(f"ingest {name}", parent=root_span) if trace else None
-            t0 = run.clock()
-            try:
-                INGESTERS[name](run, rep)
-            except BudgetExhausted:
-                stopped_at = name
-            rep.elapsed_s = run.clock() - t0
-            if span is not None:
-                span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
-                             if isinstance(v, (int, float))})
-                span.end()
-            if stopped_at is None:
-                _finish_source(conn, name, rep)
-    finally:
-        if cfg["embedding"]["url"]:
-            # the sources asked for; a run of every enabled source embeds the whole backlog
-            _vector_phase(conn, cfg, report, run, trace, root_span,
-                          None if sources is None or set(names) >= set(resolve_sources(None, cfg)) else names)
+    for name in names:
+        rep = report.sources[name] = SourceReport()
+        if stopped_at is not None:
+            continue
+        span = trace.span(f"ingest {name}", parent=root_span) if trace else None
+        t0 = run.clock()
+        try:
+            INGESTERS[name](run, rep)
+        except BudgetExhausted:
+            stopped_at = name
+        rep.elapsed_s = run.clock() - t0
+        if span is not None:
+            span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
+                         if isinstance(v, (int, float))})
+            span.end()
+        if stopped_at is None:
+            _finish_source(conn, name, rep)
     if stopped_at is not None:
         report.budget_exhausted = True
         not_reached = names[names.index(stopped_at) + 1:]
@@ -121,6 +115,11 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
                 report.frequencies_recounted = docfreq.refresh(conn, min(left, DOCFREQ_REFRESH_S))
             except StoreError:
                 pass  # locked or read-only: the next prompt counts them
+    if cfg["embedding"]["url"]:
+        # text first, vectors after: only now, with what is left of the budget; the sources
+        # asked for, and a run of every enabled source takes on the whole backlog
+        _vector_phase(conn, cfg, report, run, trace, root_span,
+                      None if set(names) >= set(resolve_sources(None, cfg)) else names)
     report.elapsed_s = run.clock() - run.started
     if root_span is not None:
         root_span.update({"memhealth.ingest.chunks_added": report.chunks_added,

@@ -1,9 +1,8 @@
 """The vector phase of an ingest run: after every source's text is in, embed what has no
 vector yet, most useful first, within what is left of the run's budget.
 
-    phase = VectorPhase(conn, cfg, report, run)
-    phase.run()            # memory, ledger, git, docs, transcript; stops at the deadline
-    progress(conn)         # {"state": "budget", "with_vector": 960, "chunks": 2000, ...}
+    VectorPhase(conn, cfg, report, run).run()   # memory, ledger, git, docs, transcript
+    backfill(conn, cfg, budget_s=55.0)          # the phase alone (serve's schedule)
 
 Text first, vectors after: the lexical leg (BM25, the inventory's DO-NOT-REBUILD) needs
 only the text, so one run indexes every source's text before it spends any of its budget
@@ -18,8 +17,9 @@ instead of one full batch past it.
 An embedding failure never fails ingest: the chunks are already committed, the failure is
 recorded once as a degradation (component "embedding"), the rest of the phase skips the
 server. Vectors are written in their own transactions, so a slow server never holds the
-write lock. How far the phase got is kept in meta `vectors.backfill` for the gate's
-vector_coverage check ("960/2000 chunks have vectors, backfilling").
+write lock. How far the phase got is kept in meta `vectors.backfill` (state done | budget |
+degraded, ts_ns, embedded, with_vector, chunks, detail) for the gate's vector_coverage
+check ("vectors 960/2000, backfilling").
 """
 
 from __future__ import annotations
@@ -43,19 +43,6 @@ def drop_vectors(conn, ids: list[int]) -> None:
     except ImportError:  # pragma: no cover - the vector module ships with memory_core
         return
     vectors.delete_for_chunks(conn, ids)
-
-
-def progress(conn) -> dict | None:
-    """What the last vector phase recorded (meta `vectors.backfill`), or None: state
-    (done | budget | degraded), ts_ns, embedded, with_vector, chunks, detail."""
-    from memory_core.store.meta import get_meta
-
-    try:
-        raw = get_meta(conn, META_KEY)
-        value = json.loads(raw) if raw else None
-    except Exception:  # noqa: BLE001 - unreadable or malformed reads as never run
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def backfill(conn, cfg, budget_s: float):
