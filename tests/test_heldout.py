@@ -78,3 +78,23 @@ def test_the_rarity_floor_is_in_the_decision_row_and_leaves_large_stores_alone()
     assert detail["threshold"] == round(small["idf_sum_threshold"], 3)
     assert rarity_floor(icfg, 169, {}) is icfg   # the store the gates were set on
     assert rarity_floor(icfg, 40, {}) is icfg    # under 50 chunks the overlap rule applies
+
+
+def test_the_prompt_hook_delivers_a_dev_re_proposal_on_the_small_store_with_the_floor_in_its_row(tmp_path):
+    """Through the real prompt hook (a subprocess, JSON on stdin): a dev re-proposal of a
+    confirmed decision in its own words, silent before the floor, is delivered, and the
+    decision row keeps the effective and the configured gates."""
+    import json
+
+    from tests.conftest import payload, rows, run_hook
+
+    root = build_smallstore(str(tmp_path))
+    prompt = "let's create a separate table per queue instead of the queue column"
+    run = run_hook("prompt", payload("prompt", root, prompt=prompt, session_id="floor-1"), cwd=root)
+    assert run.returncode == 0
+    out = json.loads(run.stdout)
+    assert "one jobs table for every queue" in out["hookSpecificOutput"]["additionalContext"]
+    outcome, detail = rows(root, "SELECT outcome, detail FROM decisions ORDER BY id DESC LIMIT 1")[0]
+    detail = json.loads(detail)
+    assert outcome == "injected" and detail["corpus"] == 55
+    assert detail["rarity_floor"]["configured_distinctive_idf"] == 3.0 and detail["distinctive_idf"] < 3.0
