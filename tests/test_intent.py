@@ -139,3 +139,10 @@ def test_the_grammar_of_requests_reads_requests_outside_the_verb_list(prompt, in
 ])
 def test_statuses_questions_and_operations_are_not_requests(prompt):
     assert classify(prompt)[0] is None
+
+
+def test_the_first_clause_that_asks_is_the_request_and_the_list_after_it_details():
+    prompt = ("Analyze the current project structure. Focus on:\n1. Directory layout\n"
+              "2. Return a short summary of each module")
+    assert classify(prompt) == ("investigation", "analyze")
+    assert classify("I need to understand:\n1. how the pane list works") == ("investigation", "i need to understand")

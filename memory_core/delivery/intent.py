@@ -167,7 +167,8 @@ def classify(prompt: str) -> tuple[str | None, str | None]:
 # the branch") or anything else asks for no work memory could speak to. A verb at the start
 # of a clause followed, within three words, by a finite verb ("build is green", "make target
 # works now") is a noun: a status, not a request. Questions led by a question word ("what
-# makes it slow?") are not requests; "could you ...?" is.
+# makes it slow?") are not requests; "could you ...?" is. The first clause that asks is the
+# prompt's request: a numbered list after it ("1. ... 2. Return a summary") is its details.
 
 CHANGE_VERBS = frozenset("""
     make generate serve expose emit support teach give put persist store save cache record
@@ -186,7 +187,9 @@ CHANGE_VERBS = frozenset("""
     merge-in
 """.split()) | frozenset(v for v in BUILD.words)
 LOOK_VERBS = frozenset({"check", "see", "look", "find", "inspect", "examine", "investigate",
-                        "trace", "bisect", "profile", "diagnose", "debug", "verify", "figure"})
+                        "trace", "bisect", "profile", "diagnose", "debug", "verify", "figure",
+                        "analyze", "analyse", "review", "understand", "study", "audit", "explore",
+                        "research"})
 TELL_VERBS = frozenset({"explain", "tell", "describe", "summarize", "summarise", "remind",
                         "list", "walk", "clarify", "say", "recap", "answer", "define"})
 # "show"/"print"/"list" tell when their object is the speaker ("show me"); otherwise they change output
@@ -249,16 +252,15 @@ def status_noun(prompt: str, phrase: str) -> bool:
 
 
 def request(prompt: str) -> tuple[str, str] | None:
-    """(intent, "frame verb") when a clause of `prompt` asks for build work or an
+    """(intent, "frame verb") of the first clause of `prompt` that asks for build work or an
     investigation in any words; None when no clause does (see the comment above)."""
-    found = None
+    # the first clause that asks for something is the prompt's request; the clauses after it
+    # (a numbered list of what to look at, "return a summary") are its details
     for words in _clauses(prompt):
         got = _clause_request(words)
         if got is not None:
-            if got[0] == "build":
-                return got
-            found = found or got
-    return found
+            return got
+    return None
 
 
 def _clause_request(words: list[str]) -> tuple[str, str] | None:
