@@ -78,7 +78,8 @@ JSON_FIELDS: dict[str, dict[str, str]] = {
                "chunks_added": "chunks indexed", "chunks_removed": "chunks dropped",
                "errors": "files or records that could not be read", "elapsed_s": "wall seconds",
                "budget_s": "the run's budget", "budget_exhausted": "true when the budget ran out",
-               "vectors": "the vector leg: state, embedded, with_vector, chunks",
+               "vectors": "the vector phase after the text: state, embedded, pending (chunks still "
+                          "without a vector), detail, backfill (done, budget or degraded), with_vector, chunks",
                "capture": "capture work the run finished (when there was any)"},
     "search": {"query": "the query as given", "limit": "results asked for", "tokens": "query words used",
                "hits": "results: chunk_id, source, path, line_start, line_end, score, legs, title, snippet",

@@ -116,6 +116,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "hook_autostart": ("bool", False, None,
                            "with the HTTP hook transport: SessionStart starts `memhealth serve` "
                            "(detached) when nothing answers where the settings point"),
+        # -- vector backfill on serve's schedule (text first, vectors after) --
+        "backfill_interval_s": ("float", 300.0, (0.0, 86400.0),
+                                "with [embedding].url set, embed chunks that have no vector every this "
+                                "many seconds, within [ingest].budget_s; 0 turns it off"),
     },
     "alerts": {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),

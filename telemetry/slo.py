@@ -86,7 +86,8 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
               "[gate].ingest_max_age_days", ("MemhealthIngestStale",)),
     GateCheck("vector_coverage", "warning", "30m", "embedding",
               "sqlite-vec cannot load, the vector table's width differs from [embedding].dim, "
-              "or too few chunks have a vector"),
+              "or too few chunks have a vector and no ingest is backfilling them (a backfill "
+              "that moves is a NOTE)"),
     # warning, not critical: one failed hook turns it RED, and the burn alerts' low-traffic
     # guard exists so that one failure never pages
     GateCheck("hook_heartbeats", "warning", "15m", "hooks",

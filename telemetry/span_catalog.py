@@ -44,6 +44,7 @@ SPANS: dict[str, str] = {
     "memhealth {command}": "one CLI command that touches the store (ingest, search, embed, gate, ...)",
     "ingest": "one ingest run over its sources",
     "ingest {source}": "one source inside an ingest run",
+    "ingest vectors": "the vector phase of an ingest run, after every source's text",
     "capture": "the capture worker's extraction over one transcript",
     "cue.evaluate": "cue evaluation inside a tool or prompt hook",
     "inject.system_turn": "the machine-turn exemption of the injection cascade",

@@ -140,6 +140,22 @@ def table_width_differs_from_config(root):
         assert check(root, "vector_coverage")["status"] == "green"
 
 
+@scenario("vector_coverage")
+def backfill_not_moving(root):
+    """Ingest runs whose budget the text uses up embed nothing: the backfill is stuck, and
+    that is a RED (a backfill that moves is a NOTE, tests/test_ingest_text_first.py)."""
+    _ingest(root)
+    with OllamaStandin("healthy", dim=8) as ollama:
+        _embedding(root, ollama.url)
+        proc = run_cli("ingest", "--budget-s", "0.000001", "--project", str(root))
+        assert proc.returncode == 0, proc.stderr
+        red = _red(root, "vector_coverage")
+        assert "the backfill is not moving" in red["detail"] and "embedded 0" in red["detail"]
+        assert commands_in(red["fix"]) == ["memhealth embed"]
+        run_fix(root, "memhealth embed")
+        assert check(root, "vector_coverage")["status"] == "green"
+
+
 # -- hook_heartbeats -------------------------------------------------------------------------
 
 @scenario("hook_heartbeats")

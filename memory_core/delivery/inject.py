@@ -498,6 +498,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         else:
             by_source = curated if n_docs < n_all else None  # all curated: the cheap count
         small = n_docs < MIN_IDF_CORPUS
+        icfg = rarity_floor(icfg, n_docs, detail)
         overall: dict[str, int] = {}
         df = docfreq.doc_freqs(conn, list(dict.fromkeys(toks + topic)), by_source, overall)
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
@@ -625,6 +626,33 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
 
 
 DNR_INTENTS = frozenset({"build", "decision"})
+
+# How rare a word can be in a small store: a topic's own words are said at least in its item
+# and, often, in one place that mentions it. The configured gates (distinctive_idf 3.0, an
+# IDF sum of 7.0) were set on stores of hundreds of chunks; in a store of a few dozen no word
+# said twice reaches 3.0 (ln(56/3) = 2.93 at 55 chunks) and no two words reach 7.0, so every
+# re-proposal stayed silent. The gates never ask for more rarity than RARE_DF chunks can
+# show: a word in at most RARE_DF chunks is distinctive, and `min_matches` of them are
+# enough. Above ~100 chunks the floor is below the configured values and changes nothing.
+RARE_DF = 2
+
+
+def rarity_floor(icfg: dict, n_docs: int, detail: dict | None = None) -> dict:
+    """`icfg` with distinctive_idf and idf_sum_threshold lowered to what a word in RARE_DF of
+    `n_docs` chunks scores, when the configured ones ask for more; the effective values (and
+    the configured ones, when lowered) go into `detail`, the decision row."""
+    if n_docs < MIN_IDF_CORPUS:
+        return icfg  # the small-corpus rule (overlap only) applies instead
+    rare = fts.idf(n_docs, RARE_DF)
+    distinctive = min(icfg["distinctive_idf"], rare)
+    threshold = min(icfg["idf_sum_threshold"], icfg["min_matches"] * rare)
+    if distinctive == icfg["distinctive_idf"] and threshold == icfg["idf_sum_threshold"]:
+        return icfg
+    if detail is not None:
+        detail.update({"threshold": round(threshold, 3), "distinctive_idf": round(distinctive, 3),
+                       "rarity_floor": {"rare_df": RARE_DF, "configured_threshold": icfg["idf_sum_threshold"],
+                                        "configured_distinctive_idf": icfg["distinctive_idf"]}})
+    return {**icfg, "distinctive_idf": distinctive, "idf_sum_threshold": threshold}
 
 
 def _bounded_query(conn, query: list[str], overall: dict[str, int]) -> tuple[list[str], list[str]]:

@@ -11,8 +11,13 @@ append-only files) saved in the transaction that writes its chunks. A run has a 
 budget; past it the run stops between files (or between steps of a large file), logs an
 ingest_log row with outcome "budget", and the next run resumes. A file that fails is
 logged (outcome "error", reason family, detail) and retried next run: its watermark is not
-advanced. When [embedding].url is set, new chunks are embedded in batches; an embedding
-failure is a recorded degradation, never an ingest failure.
+advanced.
+
+Text first, vectors after: when [embedding].url is set, the run embeds only once every
+source's text is in, with what is left of its budget (memory_core.ingest.vectorize: memory
+and ledgers first, resumable, every chunk without a vector, not only this run's). A slow
+embedding server delays vectors, never the lexical index; an embedding failure is a
+recorded degradation, never an ingest failure.
 """
 
 from __future__ import annotations
@@ -75,35 +80,26 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
     run = Run(conn, project_root, cfg, budget, progress)
     run.pooled = pooled
     report = IngestReport(budget_s=budget)
-    if cfg["embedding"]["url"]:
-        from memory_core.ingest.vectorize import VectorSink
-
-        run.vectors = VectorSink(conn, cfg, report, run)
     root_span = trace.span("ingest", **{"memhealth.ingest.sources": ",".join(names),
                                         "memhealth.ingest.budget_s": budget}) if trace else None
     stopped_at = None
-    try:
-        for name in names:
-            rep = report.sources[name] = SourceReport()
-            if stopped_at is not None:
-                continue
-            span = trace.span(f"ingest {name}", parent=root_span) if trace else None
-            t0 = run.clock()
-            try:
-                INGESTERS[name](run, rep)
-            except BudgetExhausted:
-                stopped_at = name
-            rep.elapsed_s = run.clock() - t0
-            if span is not None:
-                span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
-                             if isinstance(v, (int, float))})
-                span.end()
-            if stopped_at is None:
-                _finish_source(conn, name, rep)
-    finally:
-        if run.vectors is not None:
-            run.vectors.flush()
-            run.vectors.close()
+    for name in names:
+        rep = report.sources[name] = SourceReport()
+        if stopped_at is not None:
+            continue
+        span = trace.span(f"ingest {name}", parent=root_span) if trace else None
+        t0 = run.clock()
+        try:
+            INGESTERS[name](run, rep)
+        except BudgetExhausted:
+            stopped_at = name
+        rep.elapsed_s = run.clock() - t0
+        if span is not None:
+            span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
+                         if isinstance(v, (int, float))})
+            span.end()
+        if stopped_at is None:
+            _finish_source(conn, name, rep)
     if stopped_at is not None:
         report.budget_exhausted = True
         not_reached = names[names.index(stopped_at) + 1:]
@@ -119,6 +115,11 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
                 report.frequencies_recounted = docfreq.refresh(conn, min(left, DOCFREQ_REFRESH_S))
             except StoreError:
                 pass  # locked or read-only: the next prompt counts them
+    if cfg["embedding"]["url"]:
+        # text first, vectors after: only now, with what is left of the budget; the sources
+        # asked for, and a run of every enabled source takes on the whole backlog
+        _vector_phase(conn, cfg, report, run, trace, root_span,
+                      None if set(names) >= set(resolve_sources(None, cfg)) else names)
     report.elapsed_s = run.clock() - run.started
     if root_span is not None:
         root_span.update({"memhealth.ingest.chunks_added": report.chunks_added,
@@ -128,6 +129,22 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
             root_span.fail(f"{report.errors} file(s) failed", "ingest_error")
         root_span.end()
     return report
+
+
+def _vector_phase(conn, cfg, report, run, trace, parent, sources=None) -> None:
+    """After the text: embed what has no vector within the rest of the budget (a text phase
+    that used it all leaves the vectors to the next run, or to `memhealth embed`)."""
+    from memory_core.ingest.vectorize import VectorPhase
+
+    span = trace.span("ingest vectors", parent=parent) if trace else None
+    t0 = run.clock()
+    VectorPhase(conn, cfg, report, run, None if sources is None else tuple(sources)).run()
+    if span is not None:
+        span.update({"memhealth.ingest.vectors_embedded": report.vectors_embedded,
+                     "memhealth.ingest.vectors_pending": report.vectors_pending,
+                     "memhealth.ingest.vectors_backfill": report.vectors_backfill,
+                     "memhealth.ingest.elapsed_s": round(run.clock() - t0, 4)})
+        span.end()
 
 
 def _finish_source(conn, name: str, rep: SourceReport) -> None:

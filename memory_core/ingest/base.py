@@ -64,6 +64,7 @@ class IngestReport:
     vectors_pending: int = 0
     vectors_state: str = "not_configured"   # not_configured | ok | degraded | unavailable
     vectors_detail: str = ""
+    vectors_backfill: str = ""              # after the vector phase: done | budget | degraded
 
     @property
     def errors(self) -> int:
@@ -93,7 +94,8 @@ class IngestReport:
             "errors": self.errors, "elapsed_s": round(self.elapsed_s, 4),
             "budget_s": self.budget_s, "budget_exhausted": self.budget_exhausted,
             "vectors": {"state": self.vectors_state, "embedded": self.vectors_embedded,
-                        "pending": self.vectors_pending, "detail": self.vectors_detail},
+                        "pending": self.vectors_pending, "detail": self.vectors_detail,
+                        "backfill": self.vectors_backfill},
         }
 
 
@@ -122,7 +124,6 @@ class Run:
         self.progress = progress
         self.worked = False
         self.now_ns = time.time_ns()
-        self.vectors = None       # set by run_ingest when embeddings are configured
         self.pooled = True        # embed through httpx (many calls); False in a hook
 
     def out_of_time(self) -> bool:

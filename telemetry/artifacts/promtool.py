@@ -102,7 +102,8 @@ GATE_CASES = {
                          "more than [gate].ingest_max_age_days"),
     "vector_coverage": ("warning", "embedding", 30,
                         "sqlite-vec cannot load, the vector table's width differs from "
-                        "[embedding].dim, or too few chunks have a vector"),
+                        "[embedding].dim, or too few chunks have a vector and no ingest is "
+                        "backfilling them (a backfill that moves is a NOTE)"),
     "hook_heartbeats": ("warning", "hooks", 15,
                         "a wired hook failed or was killed, missed prompts, left rows in the "
                         "spill file, or no hooks are wired"),
