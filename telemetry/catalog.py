@@ -31,6 +31,7 @@ MCP_OUTCOMES = ("ok", "error")
 # Cue-anchored delivery (memory_core.delivery.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
+CODE_FILE_STATUSES = ("ok", "failed", "skipped")  # code_files.status (memory_core.ingest.code)
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -112,6 +113,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_ingest_last_timestamp_seconds", "gauge", "s",
            "Unix time of the newest ingest watermark per source.", ("source",)),
     Metric("memhealth_chunks", "gauge", "1", "Chunks in the store per source.", ("source",)),
+    # ---- the code index (memory_core.ingest.code; the gate's code_index check) ----
+    Metric("memhealth_code_files", "gauge", "1",
+           "Source files in the code index by status: ok, failed (to parse), skipped (too large, "
+           "generated).", ("status",), label_values={"status": CODE_FILE_STATUSES}),
+    Metric("memhealth_code_definitions", "gauge", "1", "Definitions in the code index."),
+    Metric("memhealth_code_components", "gauge", "1",
+           "Definitions the code index counts as components (what DO-NOT-REBUILD can cite)."),
+    Metric("memhealth_code_index_last_timestamp_seconds", "gauge", "s",
+           "Unix time the code index last finished reading a commit (0 = never)."),
+    # ---- end code index ----
     Metric("memhealth_vector_coverage_ratio", "gauge", "1",
            "Share of chunks that have a vector (1 when there are no chunks)."),
     Metric("memhealth_degradations_total", "counter", "1",

@@ -275,7 +275,10 @@ def test_an_unchanged_blob_is_never_parsed_again_and_a_change_parses_only_itself
     assert wait["doc"] == "Wait blocks." and wait["line_start"] == 18
 
 
-def test_a_name_defined_for_the_first_time_is_found_in_files_that_did_not_change(conn, repo):
+@pytest.mark.parametrize("grep_max", [500, 0], ids=["git-grep", "token-pass"])
+def test_a_name_defined_for_the_first_time_is_found_in_files_that_did_not_change(conn, repo, grep_max,
+                                                                                 monkeypatch):
+    monkeypatch.setattr(code_source, "GREP_MAX_NAMES", grep_max)
     write(repo, "app/client.py", "def use():\n    return Compressor() + Compressor()\n")
     commit(repo)
     index(conn, repo)

@@ -29,6 +29,7 @@ a name defined for the first time is looked for in the unchanged files with one
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -46,8 +47,12 @@ from memory_core.store.meta import get_meta, set_meta
 
 QUERIES_DIR = os.path.join(os.path.dirname(__file__), "queries")
 META_PARSER = "code.parser"          # queries + library versions: a change re-parses every file
+META_SCOPE = "code.scope"            # the config's globs and size cap the index was listed with
 
 CALL_TIMEOUT_S = 120.0
+# A handful of new names is looked for with `git grep -F` (fast per pattern); more than this
+# and reading the other files' tokens once is cheaper than git matching thousands of words.
+GREP_MAX_NAMES = 500
 BATCH_FILES = 200
 MAX_DOC_CHARS = 2000
 MAX_SIGNATURE_CHARS = 240
@@ -654,7 +659,10 @@ def ingest_code(run: Run, report: SourceReport, parse_hook=None) -> None:
         from memory_core.ingest import store
         store.log(conn, "code", None, "error", "queries", f"{type(exc).__name__}: {exc}")
         return
-    if get_meta(conn, META_COMMIT) == commit and get_meta(conn, META_PARSER) == key:
+    scope = hashlib.sha256(json.dumps([patterns, list(cfg.get("code_exclude", [])),
+                                       int(cfg.get("code_max_bytes", 0))]).encode()).hexdigest()[:16]
+    if (get_meta(conn, META_COMMIT) == commit and get_meta(conn, META_PARSER) == key
+            and get_meta(conn, META_SCOPE) == scope):
         stored = conn.execute("SELECT count(*) FROM code_files").fetchone()[0]
         stats.files, stats.complete = stored, True
         report.files_seen = stored
@@ -711,7 +719,9 @@ def ingest_code(run: Run, report: SourceReport, parse_hook=None) -> None:
         with write(conn):
             conn.execute("UPDATE code_files SET blob = ''")
             set_meta(conn, META_PARSER, key)
-    known = {p: (b, s) for p, b, s in conn.execute("SELECT path, blob, status FROM code_files")}
+    rescope = get_meta(conn, META_SCOPE) != scope
+    known = {p: (b if not (rescope and st == "skipped") else "", st)  # a new size cap: look again
+             for p, b, st in conn.execute("SELECT path, blob, status FROM code_files")}
     gone = [p for p in known if p not in wanted]
     if gone:
         with write(conn):
@@ -742,6 +752,7 @@ def ingest_code(run: Run, report: SourceReport, parse_hook=None) -> None:
     _update_refs(run, commit, wanted, stats, timeout, changed_names)
     with write(conn):
         set_meta(conn, META_COMMIT, commit)
+        set_meta(conn, META_SCOPE, scope)
         set_meta(conn, META_INDEXED_NS, time.time_ns())
     stats.complete = True
     report.extra = stats.to_dict()
@@ -859,9 +870,14 @@ def _update_refs(run: Run, commit: str, wanted: dict, stats: CodeStats, timeout:
     removed = counted - defined
     stats.new_names = len(new)
     grep_rows: list[tuple[str, str, int]] = []
-    others = len(wanted) - len(stale_paths)
-    if new and others > 0:
-        grep_rows = _grep_mentions(run.root, commit, sorted(new), stale_paths, wanted, timeout)
+    others = [(p, b) for p, b in conn.execute(
+        "SELECT path, blob FROM code_files WHERE lang != 'readme' AND status != 'skipped'")
+        if p not in stale_paths]
+    if new and others:
+        if len(new) <= GREP_MAX_NAMES:
+            grep_rows = _grep_mentions(run.root, commit, sorted(new), stale_paths, wanted, timeout)
+        else:  # many new names (an index resumed after a budget stop): one pass over the rest
+            grep_rows = _count_mentions(run, others, new)
     touched |= new | removed
     with write(conn):
         conn.executemany("INSERT OR REPLACE INTO code_refs(name, path, n) VALUES (?,?,?)", grep_rows)
@@ -871,6 +887,20 @@ def _update_refs(run: Run, commit: str, wanted: dict, stats: CodeStats, timeout:
         conn.executemany("INSERT OR IGNORE INTO code_names(name) VALUES (?)", [(n,) for n in new])
         touched |= changed_names  # a changed file's definitions are new rows, ranked 0 so far
         _rank(conn, touched)
+
+
+def _count_mentions(run: Run, files: list[tuple[str, str]], names: set[str]) -> list[tuple[str, str, int]]:
+    """(name, path, n) for `names` in `files` ((path, blob)), from each blob's tokens."""
+    rows = []
+    with BlobReader(run.root) as read:
+        for path, blob in files:
+            try:
+                text = read(blob).decode("utf-8", "replace")
+            except OSError:
+                continue
+            counts = Counter(t for t in TOKEN.findall(text) if t in names)
+            rows.extend((n, path, c) for n, c in counts.items())
+    return rows
 
 
 def _grep_mentions(root: str, commit: str, names: list[str], skip: set[str], wanted: dict,
