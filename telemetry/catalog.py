@@ -25,6 +25,9 @@ ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
 OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.records.extract.KINDS
 TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
+# what triage decides on: the captured kinds, and components `memhealth inventory propose`
+# queues from the code index (memory_core.records.inventory)
+TRIAGE_KINDS = CAPTURE_KINDS + ("subsystem",)
 CAPTURE_QUEUES = ("triage", "work")
 MCP_TOOLS = ("search", "remember", "cues")  # memhealth.mcp_server: the agent's memory tools
 MCP_OUTCOMES = ("ok", "error")
@@ -138,7 +141,7 @@ METRICS: tuple[Metric, ...] = (
            label_values={"kind": CAPTURE_KINDS}),
     Metric("memhealth_triage_decisions_total", "counter", "1",
            "Triage decisions on candidates, by kind and decision.", ("kind", "decision"),
-           label_values={"kind": CAPTURE_KINDS, "decision": TRIAGE_DECISIONS}),
+           label_values={"kind": TRIAGE_KINDS, "decision": TRIAGE_DECISIONS}),
     Metric("memhealth_capture_queue_depth", "gauge", "1",
            "Capture queues: candidates pending triage (triage) and session boundaries not "
            "captured yet (work).", ("queue",)),
