@@ -14,8 +14,6 @@ code: RED, with the globs to leave out or the ingest to re-run.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 
 from memory_core.index import code as code_index
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
@@ -27,6 +25,8 @@ FAILED_NAMED = 5          # files named in the detail
 
 
 def _git(root: str, *args: str) -> str | None:
+    import subprocess  # here: the gate runs inside SessionStart, which imports little
+
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     try:
         proc = subprocess.run(["git", "-C", root, *args], capture_output=True, timeout=GIT_TIMEOUT_S,
@@ -38,6 +38,8 @@ def _git(root: str, *args: str) -> str | None:
 
 def head_state(root: str) -> tuple[str, int] | None:
     """(HEAD's commit id, its committer time in Unix seconds), or None outside a repository."""
+    import shutil
+
     if shutil.which("git") is None:
         return None
     out = _git(root, "log", "-1", "--format=%H %ct", "HEAD")

@@ -68,9 +68,12 @@ MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".bundle.js")
 MINIFIED_LINE_BYTES = 500       # a file whose average line is longer is minified, not source
 # Paths whose definitions are indexed but are never components: a test's class or an
 # example's module is not a subsystem of the project.
-NOT_COMPONENT_DIRS = frozenset({"test", "tests", "__tests__", "testing", "spec", "specs",
-                                "example", "examples", "docs", "doc", "benchmarks", "bench",
-                                "fixtures", "testdata"})
+NOT_COMPONENT_DIRS = frozenset({"tests", "__tests__", "example", "examples", "fixtures",
+                                "testdata"})
+# ... and these only at the top of the tree: `django/test/` and `sqlalchemy/testing/` are
+# packages the projects ship (their test clients and runners), `test/` beside them is not
+NOT_COMPONENT_TOP_DIRS = frozenset({"test", "testing", "spec", "specs", "docs", "doc",
+                                    "benchmarks", "bench"})
 NOT_COMPONENT_FILE = re.compile(
     r"(^test_.*\.py$|.*_test\.(py|go)$|^conftest\.py$|.*\.(test|spec)\.[cm]?[jt]sx?$|^setup\.py$)")
 TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -153,7 +156,7 @@ def parser_key(languages: dict[str, Language]) -> str:
             h.update(f"{dist}={version(dist)}".encode())
         except PackageNotFoundError:
             h.update(f"{dist}=missing".encode())
-    h.update(b"extract=1")  # bump when extraction below changes what a parse yields
+    h.update(b"extract=2")  # bump when extraction below changes what a parse yields
     return h.hexdigest()[:16]
 
 
@@ -189,6 +192,8 @@ def is_vendored(path: str) -> bool:
 def can_be_component(path: str) -> bool:
     parts = path.split("/")
     if any(p.lower() in NOT_COMPONENT_DIRS for p in parts[:-1]):
+        return False
+    if len(parts) > 1 and parts[0].lower() in NOT_COMPONENT_TOP_DIRS:
         return False
     return not NOT_COMPONENT_FILE.match(parts[-1])
 
@@ -935,18 +940,22 @@ def _grep_mentions(root: str, commit: str, names: list[str], skip: set[str], wan
 
 
 def _rank(conn, names: set[str]) -> None:
-    """rank = the number of other files that mention the definition's name."""
+    """rank = the number of other files that mention the definition's name, shared among the
+    definitions of that name: twenty `models.py` modules do not each own every file that says
+    `models` (aider's repo map discounts a name defined in many places the same way)."""
     if not names:
         return
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS code_touched "
-                 "(name TEXT PRIMARY KEY, n INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS code_touched (name TEXT PRIMARY KEY, "
+                 "n INTEGER NOT NULL DEFAULT 0, d INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID")
     conn.execute("DELETE FROM code_touched")
     conn.executemany("INSERT OR IGNORE INTO code_touched(name) VALUES (?)", [(n,) for n in names])
-    conn.execute("UPDATE code_touched SET n = "
-                 "(SELECT count(*) FROM code_refs r WHERE r.name = code_touched.name)")
+    conn.execute("UPDATE code_touched SET "
+                 "n = (SELECT count(*) FROM code_refs r WHERE r.name = code_touched.name), "
+                 "d = max(1, (SELECT count(*) FROM code_defs c WHERE c.name = code_touched.name))")
     conn.execute(
-        "UPDATE code_defs SET rank = (SELECT n FROM code_touched t WHERE t.name = code_defs.name) - "
-        "EXISTS(SELECT 1 FROM code_refs r WHERE r.name = code_defs.name AND r.path = code_defs.path) "
+        "UPDATE code_defs SET rank = ((SELECT n FROM code_touched t WHERE t.name = code_defs.name) - "
+        "EXISTS(SELECT 1 FROM code_refs r WHERE r.name = code_defs.name AND r.path = code_defs.path)) "
+        "* 1.0 / (SELECT d FROM code_touched t WHERE t.name = code_defs.name) "
         "WHERE name IN (SELECT name FROM code_touched)")
     conn.execute("DELETE FROM code_touched")
 
