@@ -491,3 +491,33 @@ def test_the_gate_notes_a_fresh_commit_and_names_a_few_failed_files(conn, repo):
     assert code_index_check(later).status == "note"
     cfg["ingest"]["code"] = []
     assert code_index_check(Evidence(str(repo), conn, cfg)).detail.startswith("code index off")
+
+
+def _snapshot(c):
+    return (sorted(c.execute("SELECT name, path, n FROM code_refs")),
+            sorted(c.execute("SELECT path, qualname, kind, round(rank, 6), component FROM code_defs")),
+            sorted(c.execute("SELECT name FROM code_names")))
+
+
+@pytest.mark.parametrize("targeted_max", [200, 0], ids=["touched-names", "every-name"])
+def test_incremental_runs_end_where_a_cold_index_of_the_same_commit_does(conn, repo, tmp_path,
+                                                                         targeted_max, monkeypatch):
+    monkeypatch.setattr(code_source, "TARGETED_MAX_FILES", targeted_max)
+    index(conn, repo)
+    # a new name used by an unchanged file, a deleted file, a rename, a name defined twice
+    write(repo, "app/compress.py", '"""Compression."""\n\nclass Compressor:\n    """Compresses."""\n')
+    write(repo, "app/main.py", PY_USER + "\nfrom app.compress import Compressor\nRouter = None\n")
+    git(repo, "rm", "-q", "web/store.ts")
+    git(repo, "mv", "rate/rate.go", "rate/limit.go")
+    commit(repo, "mixed")
+    index(conn, repo)
+    write(repo, "web/extra.js", "export class Router {}\nexport class Compressor {}\n")
+    git(repo, "rm", "-q", "app/middleware/gzip.py")
+    commit(repo, "more")
+    index(conn, repo)
+    fresh = sqlite3.connect(str(tmp_path / "fresh.db"), isolation_level=None)
+    ensure_schema(fresh)
+    index(fresh, repo)
+    assert _snapshot(conn) == _snapshot(fresh)
+    assert code_index.definitions(conn, "GZipMiddleware") == []
+    assert {d["path"] for d in code_index.definitions(conn, "Compressor")} == {"app/compress.py", "web/extra.js"}

@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory_core.index.code import META_COMMIT, META_INDEXED_NS
 from memory_core.ingest.base import Run, SourceReport
@@ -62,6 +62,9 @@ CALL_TIMEOUT_S = 120.0
 # A handful of new names is looked for with `git grep -F` (fast per pattern); more than this
 # and reading the other files' tokens once is cheaper than git matching thousands of words.
 GREP_MAX_NAMES = 500
+# A run that changed at most this many files (after a complete one) looks up only the names
+# it touched; more, and loading every defined name once is cheaper.
+TARGETED_MAX_FILES = 200
 BATCH_FILES = 200
 README_NAMES = ("readme.md", "readme.rst", "readme.txt", "readme")
 # Vendored and generated trees: dependency copies and build output are not the project's
@@ -328,16 +331,21 @@ def ingest_code(run: Run, report: SourceReport, parse_hook=None) -> None:
     rescope = get_meta(conn, META_SCOPE) != scope
     known = {p: (b if not (rescope and st == "skipped") else "", st)  # a new size cap: look again
              for p, b, st in conn.execute("SELECT path, blob, status FROM code_files")}
+    # mentions were complete before this run (no run cut short since): a small change can be
+    # counted from the names it touches instead of from every defined name
+    refs_were_complete = conn.execute(
+        "SELECT 1 FROM code_files WHERE lang != 'readme' AND status != 'skipped' AND "
+        "(refs_blob IS NULL OR refs_blob != blob) LIMIT 1").fetchone() is None
+    delta = Delta()
     gone = [p for p in known if p not in wanted]
     if gone:
         with write(conn):
             for path in gone:
-                stats.defs_removed += _delete_path(conn, path)
+                stats.defs_removed += _delete_path(conn, path, delta)
         stats.removed = len(gone)
     changed = [(e, lang) for path, (e, lang) in wanted.items()
                if known.get(path, (None,))[0] != e.blob]
     parsers: dict[str, object] = {}
-    changed_names: set[str] = set()
     batch: list[tuple[Entry, Language | None, str, str | None, list[Definition]]] = []
     try:
         with BlobReader(run.root) as read:
@@ -347,15 +355,16 @@ def ingest_code(run: Run, report: SourceReport, parse_hook=None) -> None:
                 batch.append(_parse_one(entry, lang, read, parsers, max_bytes, parse_hook, stats))
                 run.worked = True
                 if len(batch) >= BATCH_FILES:
-                    changed_names |= _flush(run, batch, stats)
+                    _flush(run, batch, stats, delta)
                     batch = []
     finally:
         if batch:
-            changed_names |= _flush(run, batch, stats)
+            _flush(run, batch, stats, delta)
         report.files_changed = stats.parsed + stats.failed + stats.skipped
         report.extra = stats.to_dict()
     run.tick("code", len(changed), len(changed))
-    _update_refs(run, commit, wanted, stats, timeout, changed_names)
+    _update_refs(run, commit, wanted, stats, timeout, delta,
+                 targeted=refs_were_complete and len(changed) <= TARGETED_MAX_FILES)
     with write(conn):
         set_meta(conn, META_COMMIT, commit)
         set_meta(conn, META_SCOPE, scope)
@@ -404,19 +413,32 @@ def _parse_one(entry: Entry, lang: Language | None, read, parsers: dict, max_byt
     return entry, lang, "ok", None, parsed.defs
 
 
-def _delete_path(conn, path: str) -> int:
+@dataclass
+class Delta:
+    """Names this run's writes touched: defined now, no longer defined here, mentioned by a
+    file that left the tree. Their ranks are computed again; nothing else's moved."""
+
+    defined: set[str] = field(default_factory=set)
+    undefined: set[str] = field(default_factory=set)
+    unmentioned: set[str] = field(default_factory=set)
+
+
+def _delete_path(conn, path: str, delta: Delta) -> int:
+    delta.undefined.update(n for (n,) in conn.execute("SELECT name FROM code_defs WHERE path = ?", (path,)))
+    delta.unmentioned.update(n for (n,) in conn.execute("SELECT name FROM code_refs WHERE path = ?", (path,)))
     n = conn.execute("DELETE FROM code_defs WHERE path = ?", (path,)).rowcount
     conn.execute("DELETE FROM code_refs WHERE path = ?", (path,))
     conn.execute("DELETE FROM code_files WHERE path = ?", (path,))
     return n
 
 
-def _flush(run: Run, batch, stats: CodeStats) -> set[str]:
-    """Write a batch of parsed files; return the names they define."""
+def _flush(run: Run, batch, stats: CodeStats, delta: Delta) -> None:
+    """Write a batch of parsed files (their old definitions go in the same transaction)."""
     now = time.time_ns()
-    names: set[str] = set()
     with write(run.conn):
         for entry, lang, status, error, defs in batch:
+            delta.undefined.update(n for (n,) in run.conn.execute(
+                "SELECT name FROM code_defs WHERE path = ?", (entry.path,)))
             stats.defs_removed += run.conn.execute(
                 "DELETE FROM code_defs WHERE path = ?", (entry.path,)).rowcount
             run.conn.executemany(
@@ -432,8 +454,7 @@ def _flush(run: Run, batch, stats: CodeStats) -> set[str]:
                 "n_defs = excluded.n_defs, indexed_ns = excluded.indexed_ns, refs_blob = NULL",
                 (entry.path, entry.blob, lang.name if lang is not None else "readme", status, error,
                  len(defs), now))
-            names.update(d.name for d in defs)
-    return names
+            delta.defined.update(d.name for d in defs)
 
 
 def _countable(name: str) -> bool:
@@ -441,26 +462,50 @@ def _countable(name: str) -> bool:
 
 
 def _update_refs(run: Run, commit: str, wanted: dict, stats: CodeStats, timeout: float,
-                 changed_names: set[str]) -> None:
-    """Count mentions in files whose blob changed, look for new names in the rest, re-rank."""
+                 delta: Delta, targeted: bool) -> None:
+    """Count mentions in files whose blob changed, look for new names in the rest, re-rank.
+
+    `targeted`: mentions were complete before this run and it changed few files, so only the
+    names it touched are looked up; otherwise every defined name is loaded (a cold index, a
+    run resumed after a budget stop)."""
     conn = run.conn
-    defined = {n for (n,) in conn.execute("SELECT DISTINCT name FROM code_defs") if _countable(n)}
-    counted = {n for (n,) in conn.execute("SELECT name FROM code_names")}
     stale = [(p, b) for p, b in conn.execute(
         "SELECT path, blob FROM code_files WHERE lang != 'readme' AND status != 'skipped' "
         "AND (refs_blob IS NULL OR refs_blob != blob)")]
-    touched: set[str] = set()
     stale_paths = {p for p, _ in stale}
+    texts: dict[str, tuple[str, list[str]]] = {}
+    if targeted:
+        with BlobReader(run.root) as read:
+            for path, blob in stale:
+                try:
+                    texts[path] = (blob, TOKEN.findall(read(blob).decode("utf-8", "replace")))
+                except OSError:
+                    continue
+        tokens = {t for _b, toks in texts.values() for t in toks if _countable(t)}
+        counted = _present(conn, "code_names", tokens | delta.defined | delta.undefined)
+        defined_here = {n for n in delta.defined if _countable(n)}
+        new = defined_here - counted
+        gone_candidates = (delta.undefined & counted) - defined_here
+        removed = gone_candidates - _present(conn, "code_defs", gone_candidates)
+        defined = (counted - removed) | new
+    else:
+        defined = {n for (n,) in conn.execute("SELECT DISTINCT name FROM code_defs") if _countable(n)}
+        counted = {n for (n,) in conn.execute("SELECT name FROM code_names")}
+        new, removed = defined - counted, counted - defined
+    touched: set[str] = set()
     with BlobReader(run.root) as read:
         for i in range(0, len(stale), BATCH_FILES):
             run.check()
             rows, done = [], []
             for path, blob in stale[i:i + BATCH_FILES]:
-                try:
-                    text = read(blob).decode("utf-8", "replace")
-                except OSError:
-                    continue
-                counts = Counter(t for t in TOKEN.findall(text) if t in defined)
+                if path in texts:
+                    toks = texts[path][1]
+                else:
+                    try:
+                        toks = TOKEN.findall(read(blob).decode("utf-8", "replace"))
+                    except OSError:
+                        continue
+                counts = Counter(t for t in toks if t in defined)
                 rows.extend((n, path, c) for n, c in counts.items())
                 touched.update(counts)
                 done.append((blob, path))
@@ -472,27 +517,37 @@ def _update_refs(run: Run, commit: str, wanted: dict, stats: CodeStats, timeout:
                 conn.executemany("INSERT OR REPLACE INTO code_refs(name, path, n) VALUES (?,?,?)", rows)
                 conn.executemany("UPDATE code_files SET refs_blob = ? WHERE path = ?", done)
             stats.refs_files += len(done)
-    new = defined - counted
-    removed = counted - defined
     stats.new_names = len(new)
     grep_rows: list[tuple[str, str, int]] = []
-    others = [(p, b) for p, b in conn.execute(
-        "SELECT path, blob FROM code_files WHERE lang != 'readme' AND status != 'skipped'")
-        if p not in stale_paths]
-    if new and others:
-        if len(new) <= GREP_MAX_NAMES:
+    if new:
+        others = [(p, b) for p, b in conn.execute(
+            "SELECT path, blob FROM code_files WHERE lang != 'readme' AND status != 'skipped'")
+            if p not in stale_paths]
+        if others and len(new) <= GREP_MAX_NAMES:
             grep_rows = _grep_mentions(run.root, commit, sorted(new), stale_paths, wanted, timeout)
-        else:  # many new names (an index resumed after a budget stop): one pass over the rest
+        elif others:  # many new names (an index resumed after a budget stop): one pass over the rest
             grep_rows = _count_mentions(run, others, new)
-    touched |= new | removed
+    # a changed file's definitions are new rows (rank 0 so far); a name defined or undefined
+    # elsewhere changes how its mentions are shared; a file gone no longer mentions anything
+    touched |= new | removed | delta.defined | delta.undefined | delta.unmentioned
     with write(conn):
         conn.executemany("INSERT OR REPLACE INTO code_refs(name, path, n) VALUES (?,?,?)", grep_rows)
         for name in removed:
             conn.execute("DELETE FROM code_refs WHERE name = ?", (name,))
         conn.executemany("DELETE FROM code_names WHERE name = ?", [(n,) for n in removed])
         conn.executemany("INSERT OR IGNORE INTO code_names(name) VALUES (?)", [(n,) for n in new])
-        touched |= changed_names  # a changed file's definitions are new rows, ranked 0 so far
         _rank(conn, touched)
+
+
+def _present(conn, table: str, names: set[str]) -> set[str]:
+    """Which of `names` occur in `table`.name (code_names or code_defs), 500 at a time."""
+    found: set[str] = set()
+    items = sorted(names)
+    for i in range(0, len(items), 500):
+        chunk = items[i:i + 500]
+        found.update(n for (n,) in conn.execute(
+            f"SELECT DISTINCT name FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk))
+    return found
 
 
 def _count_mentions(run: Run, files: list[tuple[str, str]], names: set[str]) -> list[tuple[str, str, int]]:
