@@ -13,7 +13,10 @@ Rows:
   definition_at) in milliseconds, in process, at that size;
 - the prompt hook on that store as ratios to the interpreter floor measured in the same
   run (non-intent ≤ 1.3x, intent ≤ 2x), and the same hook on a store without the code
-  index, so "flat with size" is read off the same run.
+  index, so "flat with size" is read off the same run; then the prompt hook and
+  SessionStart (which runs the gate, code_index included) in instructions (callgrind),
+  indexed store against the store without code: wall time on a loaded box moves more than
+  the store does.
 
 The sdists are fetched once with `pip download --no-binary :all: --no-deps NAME==VER` into
 the cache directory (MEMHEALTH_BENCH_CACHE, default ~/.cache/memhealth-bench/sdists) and
@@ -92,14 +95,14 @@ def build_repo(tmp: str, archives: list[str]) -> str:
     return root
 
 
-def _run(cmd: list[str], cwd: str) -> tuple[float, float, float, str]:
+def _run(cmd: list[str], cwd: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float, float, str]:
     """(wall s, CPU s of the process and its children, max RSS MB, stdout) of one command."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=_env(), timeout=3600)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, after.ru_maxrss / 1024, proc.stdout
@@ -182,6 +185,23 @@ def hook_ratios(root: str, base: float, repeat: int) -> dict[str, float]:
     return out
 
 
+def hook_instructions(root: str, floor_i: int) -> dict[str, float]:
+    """The prompt hook and SessionStart in instructions (valgrind's callgrind, the hook's own
+    process), as ratios to the floor's: the figure a loaded box cannot move."""
+    from bench_instructions import instructions
+
+    cmd = memhealth_cmd()
+    common = {"session_id": "bench", "cwd": root, "transcript_path": os.path.join(root, "t.jsonl")}
+    cases = {"non-intent": {**common, "hook_event_name": "UserPromptSubmit", "prompt": NON_INTENT},
+             "intent": {**common, "hook_event_name": "UserPromptSubmit", "prompt": INTENT},
+             "session-start": {**common, "hook_event_name": "SessionStart", "source": "startup"}}
+    out = {}
+    for label, payload in cases.items():
+        hook = "session-start" if label == "session-start" else "prompt"
+        out[label] = instructions(cmd + ["hook", hook], stdin=json.dumps(payload).encode(), cwd=root) / floor_i
+    return out
+
+
 def _store_bytes(root: str) -> int:
     base = os.path.join(root, ".memhealth", "memory.db")
     return sum(os.path.getsize(base + s) for s in ("", "-wal") if os.path.exists(base + s))
@@ -247,6 +267,22 @@ def bench(quick: bool = False) -> list[dict]:
         for label, ratio in hook_ratios(empty, base, repeat).items():
             out.append(row(f"prompt hook, {label}, on a store without code", ratio, "x floor",
                            note="same run, for comparison"))
+        # the first gate of the day runs the daily scans (PRAGMA quick_check over the whole
+        # store, the code tables included); the instruction counts below are of warm hooks
+        for label, where in (("indexed store", root), ("store without code", empty)):
+            first = _run(cmd + ["gate", "--json", "--project", where], where, ok=(0, 1))[0]
+            again = _run(cmd + ["gate", "--json", "--project", where], where, ok=(0, 1))[0]
+            out.append(row(f"memhealth gate, first of the day / again, {label}", first, "s",
+                           note=f"again {again:.2f} s (the daily integrity scans run once a day)"))
+        if shutil.which("valgrind"):
+            from bench_instructions import instructions
+
+            floor_i = instructions([sys.executable, "-c", "import sqlite3, json"])
+            indexed, plain = hook_instructions(root, floor_i), hook_instructions(empty, floor_i)
+            for label in indexed:
+                out.append(row(f"{label} hook in instructions, indexed store / store without code",
+                               indexed[label], "x floor",
+                               note=f"without code {plain[label]:.2f}x; ratio {indexed[label] / plain[label]:.3f}"))
         out.append(row("load average after", os.getloadavg()[0], "", note=f"{os.cpu_count()} cores"))
         shutil.rmtree(root, ignore_errors=True)
     return out
