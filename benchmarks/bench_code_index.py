@@ -83,12 +83,21 @@ def fetch() -> list[str]:
     return paths
 
 
+def _extract(tar: tarfile.TarFile, into: str) -> None:
+    """Unpack with the "data" filter (no absolute paths, links out or devices) where this
+    Python has it (3.11.4 and later)."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(into, filter="data")
+    else:
+        tar.extractall(into)
+
+
 def build_repo(tmp: str, archives: list[str]) -> str:
     root = os.path.join(tmp, "corpus")
     os.makedirs(root)
     for archive in archives:
         with tarfile.open(archive) as tar:
-            tar.extractall(root, filter="data")
+            _extract(tar, root)
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "sdists")

@@ -37,7 +37,7 @@ for _p in (HERE, REPO):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from bench_code_index import CACHE, SDISTS, fetch  # noqa: E402
+from bench_code_index import CACHE, SDISTS, _extract, fetch  # noqa: E402
 
 LABELS = os.path.join(REPO, "tests", "fixtures", "code_components")
 TUNING = ("Django",)
@@ -50,7 +50,7 @@ KS = (20, 50, 100)
 
 def _unpack(archive: str, into: str) -> str:
     with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
+        _extract(tar, into)
         top = tar.getnames()[0].split("/")[0]
     return os.path.join(into, top)
 
