@@ -115,6 +115,11 @@ JSON_FIELDS: dict[str, dict[str, str]] = {
     "remember": {"id": "the item", "name": "its name", "kind": "its kind", "path": "the memory file",
                  "pinned": "delivered at every session start", "cues": "its compiled cues"},
     "forget": {"id": "the item deleted", "name": "its name", "path": "the memory file deleted"},
+    "inventory": {"commit": "the commit the code index was read at (null before a complete run)",
+                  "components": "list: id, path, name, qualname, kind, line_start, line_end, signature, "
+                                "doc, summary, exported, component, rank, curated, candidate",
+                  "added": "propose: the candidates queued (id, name, kind, path, line)",
+                  "known": "propose: components proposed before", "curated": "propose: already curated"},
 }
 
 
