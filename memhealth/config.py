@@ -77,6 +77,14 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "transcripts": ("list", ["auto"], None, '"auto" = the directory of the hook\'s transcript_path'),
         "git": ("bool", True, None, "ingest commit messages and touched paths"),
         "git_max_commits": ("int", 500, (0, 1000000), "commits read per run"),
+        # ---- the code index (memory_core.ingest.code) ----
+        "code": ("list", ["**"], None,
+                 "source files indexed with tree-sitter, as path globs (** = every tracked file in a "
+                 "language with a query file; [] = off); read from git's tree at HEAD"),
+        "code_exclude": ("list", [], None, "path globs left out of the code index"),
+        "code_max_bytes": ("int", 1048576, (1024, 268435456),
+                           "a source file larger than this is recorded as skipped, not parsed"),
+        # ---- end code index ----
     },
     "capture": {
         "enabled": ("bool", True, None,

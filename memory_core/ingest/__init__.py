@@ -1,4 +1,4 @@
-"""Ingesters: docs, memory files, ledgers, transcripts and git history into the store.
+"""Ingesters: docs, memory files, ledgers, transcripts, git history and the code index.
 
     report = run_ingest(conn, project_root, cfg)                  # every source
     report = run_ingest(conn, root, cfg, sources=["transcript"], budget_s=5.0)
@@ -32,6 +32,7 @@ from memory_core.ingest.base import (
     SourceReport,
     UnknownSource,
 )
+from memory_core.ingest.code import ingest_code
 from memory_core.ingest.docs import ingest_docs
 from memory_core.ingest.git import ingest_git
 from memory_core.ingest.ledgers import ingest_ledgers
@@ -42,7 +43,7 @@ from memory_core.store.db import write
 DOCFREQ_REFRESH_S = 2.0  # at most this of an ingest's budget re-counts stale word frequencies
 
 INGESTERS = {"docs": ingest_docs, "memory": ingest_memory, "ledger": ingest_ledgers,
-             "transcript": ingest_transcripts, "git": ingest_git}
+             "transcript": ingest_transcripts, "git": ingest_git, "code": ingest_code}
 
 __all__ = ["META_TRANSCRIPT_DIR", "SOURCES", "IngestReport", "SourceReport", "UnknownSource",
            "resolve_sources", "run_ingest"]
@@ -51,7 +52,8 @@ __all__ = ["META_TRANSCRIPT_DIR", "SOURCES", "IngestReport", "SourceReport", "Un
 def resolve_sources(names, cfg=None) -> list[str]:
     """Canonical source names, in ingest order; all enabled sources when `names` is empty."""
     if not names:
-        return [s for s in SOURCES if s != "git" or cfg is None or cfg["ingest"]["git"]]
+        return [s for s in SOURCES if (s != "git" or cfg is None or cfg["ingest"]["git"])
+                and (s != "code" or cfg is None or cfg["ingest"]["code"])]
     wanted = set()
     for name in names:
         canonical = ALIASES.get(name.lower(), name.lower())
