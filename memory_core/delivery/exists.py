@@ -33,13 +33,25 @@ from memory_core.index import fts
 # a word starting more than this share of the components' names is the project's own
 # prefix or a generic head ("axios", "middleware" in a middleware package): optional
 COMMON_NAME_SHARE = 0.2
-DOC_MIN = 2                 # rare doc words a doc-only match needs
+DOC_MIN = 2                 # rare doc words a match by one name word and its doc needs
+DOC_ALONE = 3               # rare doc words a match by the doc alone needs
 DOC_MAX_SHARE = 0.05        # a rare doc word is in at most this share of documented components
 MAX_FOREIGN = 2             # prompt words unknown to the project that make it another system's
 CANDIDATES = 40
+# What a developer calls a unit of code: "a gzip middleware", "a CancelToken class", "Jinja2
+# templates support". Any other noun right after a component's name makes the name its
+# qualifier: "request id fields" on a form, "a WebSocket client" for a trading bot.
+KIND_WORDS = frozenset("""
+middleware middlewares class classes function functions helper helpers handler handlers type types
+component components module modules adapter adapters support api endpoint endpoints layer wrapper
+object objects struct interface service feature system subsystem library package utility util method
+implementation plugin hook hooks decorator app application instance mechanism abstraction primitive
+version variant equivalent clone copy thing code logic
+""".split())
 MIN_WORD = 3
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _CAMELISH = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]|^[a-z]+[A-Z]")
+_MODEL = re.compile(r"[-\s]?(?:style|like|alike|inspired|esque)\b", re.I)
 _COLUMNS = ("id, path, name, qualname, kind, line_start, line_end, signature, doc, exported, "
             "component, rank, words")
 
@@ -76,9 +88,14 @@ def commit(conn) -> str | None:
 
 def written_identifiers(prompt: str) -> list[str]:
     """Identifiers as written in the prompt: CamelCase, camelCase, snake_case, and the last
-    part of a dotted name (`middleware.Compress` writes `Compress`)."""
+    part of a dotted name (`middleware.Compress` writes `Compress`). One written as a model
+    ("a URLSearchParams-style serializer", "MockTransport-like") names what is to be built
+    after it, not itself."""
     out = []
-    for raw in _IDENT.findall(prompt):
+    for found in _IDENT.finditer(prompt):
+        raw = found.group(0)
+        if _MODEL.match(prompt, found.end()):
+            continue
         for part in (raw, raw.rsplit(".", 1)[-1]) if "." in raw else (raw,):
             bare = part.strip("_$")
             if len(bare) >= 3 and (_CAMELISH.search(bare) or "_" in bare.strip("_")) and part not in out:
@@ -107,24 +124,142 @@ def _said(word: str, stems: set[str]) -> bool:
     return len(w) >= 4 and any(len(s) >= 4 and (s.startswith(w) or w.startswith(s)) for s in stems)
 
 
-def _count(conn, query: str) -> int:
-    return conn.execute("SELECT count(*) FROM code_fts WHERE code_fts MATCH ?", (query,)).fetchone()[0]
+TABLES = ("code_fts", "code_api_fts")  # components; documented public functions (schema 8)
+
+
+def _count(conn, query: str, table: str = "code_fts") -> int:
+    return conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (query,)).fetchone()[0]
+
+
+def _count_all(conn, query: str) -> int:
+    return sum(_count(conn, query, t) for t in TABLES)
 
 
 def _rows(conn, where: str, args) -> list[tuple]:
     return conn.execute(f"SELECT {_COLUMNS} FROM code_defs WHERE {where}", args).fetchall()
 
 
+def source_of(conn, row):
+    """The definition to cite for `row`: itself, unless it is a module's file row or a type
+    declaration (`.d.ts`) and the same name is defined in source: then that definition (a
+    class or function over its file's module row)."""
+    if row[4] != "module" and not row[1].endswith(".d.ts"):
+        return row
+    alts = [r for r in _rows(conn, "name = ?", (row[2],)) if not r[1].endswith(".d.ts")]
+    if row[4] == "module":
+        alts = [r for r in alts if r[1] == row[1]]
+    alts.sort(key=lambda r: (r[4] == "module", -r[10], -(r[11] or 0), r[1], r[5]))
+    return alts[0] if alts else row
+
+
+def _order(row) -> tuple:
+    """Best first: a source file over a type declaration file (a `.d.ts` declares code that
+    lives elsewhere), a component, the most mentioned."""
+    return (row[1].endswith(".d.ts"), -row[10], -(row[11] or 0), row[1], row[5])
+
+
 def foreign(conn, toks: list[str], overall_df: dict[str, int]) -> list[str]:
     """Prompt words the project never uses: in no chunk (its docs, memory, history) and in no
-    component's name or doc."""
+    component's or documented function's name or doc."""
     out = []
     for t in toks:
         if len(t) < 4 or t.isdigit() or overall_df.get(t, 0):
             continue
-        if not _count(conn, f'"{t}"'):
+        if not _count_all(conn, f'"{t}"'):
             out.append(t)
     return out
+
+
+_NAME_PART = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
+
+
+def name_parts(name: str) -> list[str]:
+    """A definition's name as lower-case words: CamelCase, acronyms and their plurals,
+    snake_case; a lone letter joins the next part (GZipMiddleware -> gzip, middleware;
+    combineURLs -> combine, urls; HTTPSRedirectMiddleware -> https, redirect, middleware)."""
+    out, carry = [], ""
+    for piece in re.split(r"[_\W]+", name):
+        for part in _NAME_PART.findall(piece):
+            if len(part) == 1 and part.isalpha():
+                carry += part
+                continue
+            out.append((carry + part).lower())
+            carry = ""
+    if carry:
+        out.append(carry.lower())
+    return out
+
+
+def said_parts(parts: list[str], said) -> list[str]:
+    """The parts of a name the prompt says: a word with the same stem (or one a 4+ letter
+    start of the other), or one written word that joins two neighbouring parts ("multipart"
+    for Multi Part, "websocket" for Web Socket)."""
+    stems = said.stems
+    words = {p for clause in said.clauses for _s, p, _i in clause}
+    out = [p for p in parts if _said(p, stems)]
+    for a, b in zip(parts, parts[1:], strict=False):
+        if a + b in words or _stem(a + b) in stems:
+            out += [x for x in (a, b) if x not in out]
+    return [p for p in parts if p in out]
+
+
+def _phrase(said, parts: list[str]) -> tuple[list, int] | None:
+    """Where the prompt says `parts` one after the other (a clause and the index of the last
+    part), or None when it says them apart ("a middleware that gzips")."""
+    if not parts:
+        return None
+    want = [_stem(p) for p in parts]
+    for clause in said.clauses:
+        stems = [s for s, _p, _i in clause]
+        for at in range(len(stems) - len(want) + 1):
+            if all(_same_word(stems[at + k], w) for k, w in enumerate(want)):
+                return clause, at + len(want) - 1
+    return None
+
+
+def modifier(conn, said, name: str, parts: list[str], doc: str | None = None) -> str | None:
+    """The noun a component's name qualifies in the prompt, or None: the word right after
+    the name said as a phrase, unless it is a kind of code unit (KIND_WORDS), a stopword, a
+    word of the component's own doc ("a CanceledError thrown when": its doc says thrown;
+    "the profiler routes"), or makes with the name another defined name (CancelToken
+    source -> CancelTokenSource)."""
+    from memory_core.delivery.inject import INTENT_WORDS
+
+    found = _phrase(said, parts)
+    if found is None:
+        return None
+    clause, end = found
+    last = clause[end][2]
+    nxt = next((c for c in clause[end + 1:] if c[2] != last), None)
+    if nxt is None:
+        return None
+    stem_, word, _i = nxt
+    if (word in fts.STOPWORDS or word in INTENT_WORDS or word in KIND_WORDS or stem_ in KIND_WORDS
+            or word.isdigit() or not word.isalpha()):
+        return None
+    if doc and stem_ in {_stem(t) for t in fts.tokens(doc, min_len=MIN_WORD, limit=400)}:
+        return None
+    joined = name + word[:1].upper() + word[1:]
+    if conn.execute("SELECT 1 FROM code_defs WHERE name = ? LIMIT 1", (joined,)).fetchone():
+        return None
+    return f"{' '.join(parts)} {word}"
+
+
+def _qualified(said, part: str) -> bool:
+    """Is this one word said only right after another content word ("an xhr adapter")?
+    Then it names a kind of thing, not the project's one thing of that name; said once on
+    its own ("a headers class that normalizes header names") it is that thing."""
+    from memory_core.delivery.inject import INTENT_WORDS
+
+    want, seen = _stem(part), False
+    for clause in said.clauses:
+        for k, (s, _p, i) in enumerate(clause):
+            if _same_word(s, want):
+                seen = True
+                before = next((c for c in reversed(clause[:k]) if c[2] != i), None)
+                if before is None or before[1] in fts.STOPWORDS or before[1] in INTENT_WORDS:
+                    return False
+    return seen
 
 
 def match(conn, prompt: str, said, topic: list[str], overall_df: dict[str, int]
@@ -134,83 +269,117 @@ def match(conn, prompt: str, said, topic: list[str], overall_df: dict[str, int]
     prompt read by inject.Said, `topic` its words without intent verbs (one per stem), and
     `overall_df` their frequencies over every chunk."""
     detail: dict = {}
-    idents = written_identifiers(prompt)
     toks = list(topic)
-    stems = set(said.stems)
-    # 1. a written identifier: the definition of that name (a component first, then by rank)
-    if idents:
-        rows = _rows(conn, f"name IN ({','.join('?' * len(idents))}) AND (component = 1 OR exported = 1)",
-                     idents)
-        if rows:
-            rows.sort(key=lambda r: (-r[10], -(r[11] or 0), r[1]))
-            detail["identifiers"] = idents
-            return Found(rows[0], "identifier", [rows[0][2]], {}), detail
-        detail["identifiers_unknown"] = idents
-    if not toks:
+    idents = written_identifiers(prompt)
+    found = _by_identifier(conn, idents, said, detail) or _by_words(conn, toks, said, detail)
+    if found is None:
         return None, detail
-    # 2. name words and doc words: candidates from the components' FTS table
+    # the words of an identifier the prompt writes are code, not another system's words
+    written = {p for i in idents for p in name_parts(i)}
+    away = foreign(conn, [t for t in toks if t not in written], overall_df)
+    evidence = len(name_parts(found.name)) if found.why == "identifier" else len(found.matched)
+    if len(away) >= MAX_FOREIGN and len(away) >= evidence:
+        detail.update({"code_foreign": away, "code_rejected": found.name})
+        return None, detail
+    return found, detail
+
+
+def _by_identifier(conn, idents: list[str], said, detail: dict) -> Found | None:
+    """A written identifier: the definition of that name; of several written, the most
+    specific (toFormData over FormData); of several definitions, `_order`'s first."""
+    if not idents:
+        return None
+    rows = _rows(conn, f"name IN ({','.join('?' * len(idents))}) AND (component = 1 OR exported = 1)", idents)
+    if not rows:
+        detail["identifiers_unknown"] = idents
+        return None
+    rows.sort(key=lambda r: (-len(name_parts(r[2])), *_order(r)))
+    detail["identifiers"] = idents
+    name = rows[0][2]
+    docs = " ".join(d for (d,) in conn.execute("SELECT doc FROM code_defs WHERE name = ? AND doc IS NOT NULL "
+                                               "LIMIT 8", (name,)))
+    qualifies = modifier(conn, said, name, name_parts(name), docs)
+    if qualifies:
+        detail["code_modifier"] = qualifies
+        return None
+    return Found(source_of(conn, rows[0]), "identifier", [name], {})
+
+
+def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
+    """The words of a name, or rare words of a doc: candidates from the FTS tables."""
     query = fts.match_query(toks)
     if not query:
-        return None, detail
-    hits = conn.execute("SELECT rowid FROM code_fts WHERE code_fts MATCH ? ORDER BY rank LIMIT ?",
-                        (query, CANDIDATES)).fetchall()
-    if not hits:
-        detail["code_candidates"] = 0
-        return None, detail
-    ids = [h[0] for h in hits]
+        return None
+    ids = []
+    for table in TABLES:
+        ids += [r[0] for r in conn.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?", (query, CANDIDATES))]
+    detail["code_candidates"] = len(ids)
+    if not ids:
+        return None
     rows = _rows(conn, f"id IN ({','.join('?' * len(ids))})", ids)
-    n = conn.execute("SELECT count(*) FROM code_fts").fetchone()[0] or 1
-    n_doc = conn.execute("SELECT count(*) FROM code_defs WHERE component = 1 AND doc IS NOT NULL "
-                         "AND doc != ''").fetchone()[0] or 1
+    n = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES) or 1
     common: dict[str, bool] = {}
     doc_df: dict[str, int] = {}
 
-    def is_common(word: str) -> bool:
-        if word not in common:
-            common[word] = _count(conn, f'words : "{word}"') > COMMON_NAME_SHARE * n
-        return common[word]
+    def is_common(part: str) -> bool:
+        if part not in common:
+            common[part] = _count_all(conn, f'words : "{part}"') > COMMON_NAME_SHARE * n
+        return common[part]
 
     def rare_in_doc(tok: str) -> bool:
         if tok not in doc_df:
-            doc_df[tok] = _count(conn, f'doc : "{tok}"')
-        return doc_df[tok] <= max(1, DOC_MAX_SHARE * n_doc)
+            doc_df[tok] = _count_all(conn, f'doc : "{tok}"')
+        return doc_df[tok] <= max(1, DOC_MAX_SHARE * n)
 
-    best = None
-    scored = []
+    passed, scored = [], []
     for row in rows:
-        words = [w for w in (row[12] or "").split() if w]
-        if not words:
+        parts = name_parts(row[2])
+        if not parts:
             continue
-        required = [w for w in words if not is_common(w)]
-        said_words = [w for w in words if _said(w, stems)]
-        doc_words = set()
-        if row[8]:
-            doc_words = {_stem(t) for t in fts.tokens(row[8], min_len=MIN_WORD, limit=200)}
-        doc_hits = [t for t in toks if _stem(t) in doc_words and not any(_same_word(t, w) for w in words)]
-        rare_doc = [t for t in doc_hits if rare_in_doc(t)]
-        named = bool(required) and all(w in said_words for w in required)
+        required = [p for p in parts if not is_common(p)]
+        said_words = said_parts(parts, said)
+        doc_words = {_stem(t) for t in fts.tokens(row[8] or "", min_len=MIN_WORD, limit=400)}
+        rare_doc = [t for t in toks if _stem(t) in doc_words and not any(_same_word(t, p) for p in parts)
+                    and rare_in_doc(t)]
+        named = bool(required) and all(p in said_words for p in required)
         why = None
-        if named and (len(said_words) >= 2 or rare_doc):
+        # two words said, or one beside a rare doc word, or one beside the project's own
+        # prefix (AxiosHeaders: "a headers class", not "an xhr adapter"); a one-word name
+        # alone names nothing
+        prefixed = len(parts) > len(required) and len(said_words) == 1 and not _qualified(said, said_words[0])
+        if named and (len(said_words) >= 2 or rare_doc or prefixed):
             why = "name words"
         elif len(rare_doc) >= DOC_MIN and said_words:
             why = "doc words"
-        arith = {"name": row[2], "said": said_words, "required": required, "rare_doc": rare_doc}
-        scored.append(arith)
-        if why is None:
-            continue
-        key = (why == "name words", len(said_words) + len(rare_doc), row[10], row[11] or 0)
-        if best is None or key > best[0]:
-            best = (key, row, why, said_words + rare_doc)
-    detail["code_candidates"] = len(rows)
-    detail["code_scored"] = scored[:5]
-    if best is None:
-        return None, detail
-    away = foreign(conn, toks, overall_df)
-    if len(away) >= MAX_FOREIGN:
-        detail["code_foreign"] = away
-        detail["code_rejected"] = best[1][2]
-        return None, detail
-    return Found(best[1], best[2], best[3], {}), detail
+        elif len(rare_doc) >= DOC_ALONE:
+            why = "doc words"
+        scored.append({"name": row[2], "said": said_words, "required": required, "rare_doc": rare_doc,
+                       "why": why})
+        if why is not None and why == "name words":
+            qualifies = modifier(conn, said, row[2], said_words, row[8])
+            if qualifies:
+                scored[-1]["modifier"] = qualifies
+                why = None
+        if why is not None:
+            # said as a phrase ("an authentication middleware") beats said apart
+            phrase = _phrase(said, said_words) is not None
+            # a word of the name weighs twice a word of the doc ("a multipart form parser
+            # for file uploads" is MultiPartParser, not FormData "containing file uploads")
+            passed.append(((not row[1].endswith(".d.ts"), 2 * len(said_words) + len(rare_doc), phrase,
+                            why == "name words"), row, why, said_words + rare_doc))
+    detail["code_scored"] = sorted(scored, key=lambda s: (s["why"] is None, -len(s["said"]) - len(s["rare_doc"])))[:4]
+    if not passed:
+        return None
+    passed.sort(key=lambda p: (p[0], p[1][10], p[1][11] or 0), reverse=True)
+    best = passed[0]
+    # two definitions in different files named as well as each other: the prompt does not
+    # say which, and a wrong DO-NOT-REBUILD costs more than a missing one
+    rival = next((p for p in passed[1:] if p[1][1] != best[1][1]), None)
+    if rival is not None and rival[0] == best[0]:
+        detail["code_ambiguous"] = [best[1][2], rival[1][2]]
+        return None
+    return Found(source_of(conn, best[1]), best[2], best[3], {})
 
 
 def _same_word(tok: str, word: str) -> bool:
