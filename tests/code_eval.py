@@ -32,7 +32,7 @@ from memory_core.text import clean
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "coderepos")
 PROJECTS = ("starlette", "axios", "chi")
-PARTS = ("tuned", "heldout")
+PARTS = ("tuned", "heldout", "heldout2")
 LABELS = ("reproposal", "new", "near_miss", "status", "question", "chitchat", "system_turn")
 # what the code leg renders: DO-NOT-REBUILD? "Name" already exists in the code (kind at path:line)
 CITED = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)" already exists in the code \(\S+ at ([^\s:]+):(\d+)\)', re.M)
