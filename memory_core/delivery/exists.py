@@ -13,8 +13,8 @@ when it
   (GZipMiddleware <-> "gzip middleware", "a middleware that gzips"; AxiosHeaders <-> "a
   headers class": "axios" starts a third of axios's names and says nothing), two words at
   least, or one with a rare word of the component's doc beside it;
-- or shares rare words of its doc (`DOC_MIN` words each in at most `DOC_MAX_SHARE` of the
-  documented components, one of them a word of its name).
+- or shares rare words of its doc (`DOC_MIN` words, each in at most `DOC_MAX_SHARE` of the
+  documented definitions).
 
 A near miss shares a component's words but builds something of another system: "rate
 limiting for our nginx ingress", "gzip compression for the nightly backup script". Such a
@@ -33,8 +33,7 @@ from memory_core.index import fts
 # a word starting more than this share of the components' names is the project's own
 # prefix or a generic head ("axios", "middleware" in a middleware package): optional
 COMMON_NAME_SHARE = 0.2
-DOC_MIN = 2                 # rare doc words a match by one name word and its doc needs
-DOC_ALONE = 3               # rare doc words a match by the doc alone needs
+DOC_MIN = 3                 # rare doc words a match by its doc needs
 DOC_MAX_SHARE = 0.05        # a rare doc word is in at most this share of documented components
 MAX_FOREIGN = 2             # prompt words unknown to the project that make it another system's
 CANDIDATES = 40
@@ -51,6 +50,8 @@ version variant equivalent clone copy thing code logic
 MIN_WORD = 3
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _CAMELISH = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]|^[a-z]+[A-Z]")
+_QUESTION = re.compile(r"\s*(?:where|what|how|why|when|which|who|whose|does|do|did|is|are|was|were|can|could)\b",
+                       re.I)
 _MODEL = re.compile(r"[-\s]?(?:style|like|alike|inspired|esque)\b", re.I)
 _COLUMNS = ("id, path, name, qualname, kind, line_start, line_end, signature, doc, exported, "
             "component, rank, words")
@@ -269,9 +270,19 @@ def match(conn, prompt: str, said, topic: list[str], overall_df: dict[str, int]
     prompt read by inject.Said, `topic` its words without intent verbs (one per stem), and
     `overall_df` their frequencies over every chunk."""
     detail: dict = {}
+    if _QUESTION.match(prompt) and prompt.rstrip().endswith("?"):
+        # "where does axios decide which adapter to use?" asks about what exists
+        detail["code_skipped"] = "a question, not a proposal"
+        return None, detail
     toks = list(topic)
     idents = written_identifiers(prompt)
-    found = _by_identifier(conn, idents, said, detail) or _by_words(conn, toks, said, detail)
+    found = _by_identifier(conn, idents, said, detail)
+    worded = _by_words(conn, toks, said, detail)
+    # a name said in full that contains the written identifier is the more specific one
+    # ("a helper that converts a FormData object into JSON": formDataToJSON, not FormData)
+    if found is None or (worded is not None and worded.why == "name words"
+                         and set(name_parts(found.name)) < set(worded.matched)):
+        found = worded
     if found is None:
         return None, detail
     # the words of an identifier the prompt writes are code, not another system's words
@@ -337,7 +348,9 @@ def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
         parts = name_parts(row[2])
         if not parts:
             continue
-        required = [p for p in parts if not is_common(p)]
+        # the project's common name words and little words (isAxiosError, formDataToJSON)
+        # may go unsaid
+        required = [p for p in parts if not is_common(p) and p not in fts.STOPWORDS]
         said_words = said_parts(parts, said)
         doc_words = {_stem(t) for t in fts.tokens(row[8] or "", min_len=MIN_WORD, limit=400)}
         rare_doc = [t for t in toks if _stem(t) in doc_words and not any(_same_word(t, p) for p in parts)
@@ -347,12 +360,11 @@ def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
         # two words said, or one beside a rare doc word, or one beside the project's own
         # prefix (AxiosHeaders: "a headers class", not "an xhr adapter"); a one-word name
         # alone names nothing
-        prefixed = len(parts) > len(required) and len(said_words) == 1 and not _qualified(said, said_words[0])
+        prefixed = (len(said_words) == 1 and any(is_common(p) for p in parts)
+                    and all(p in said_words or is_common(p) for p in parts) and not _qualified(said, said_words[0]))
         if named and (len(said_words) >= 2 or rare_doc or prefixed):
             why = "name words"
-        elif len(rare_doc) >= DOC_MIN and said_words:
-            why = "doc words"
-        elif len(rare_doc) >= DOC_ALONE:
+        elif len(rare_doc) >= DOC_MIN:
             why = "doc words"
         scored.append({"name": row[2], "said": said_words, "required": required, "rare_doc": rare_doc,
                        "why": why})
@@ -363,11 +375,11 @@ def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
                 why = None
         if why is not None:
             # said as a phrase ("an authentication middleware") beats said apart
-            phrase = _phrase(said, said_words) is not None
+            phrase = len(said_words) >= 2 and _phrase(said, said_words) is not None
             # a word of the name weighs twice a word of the doc ("a multipart form parser
             # for file uploads" is MultiPartParser, not FormData "containing file uploads")
-            passed.append(((not row[1].endswith(".d.ts"), 2 * len(said_words) + len(rare_doc), phrase,
-                            why == "name words"), row, why, said_words + rare_doc))
+            passed.append(((not row[1].endswith(".d.ts"), 2 * len(said_words) + len(rare_doc), why == "name words",
+                            phrase), row, why, said_words + rare_doc))
     detail["code_scored"] = sorted(scored, key=lambda s: (s["why"] is None, -len(s["said"]) - len(s["rare_doc"])))[:4]
     if not passed:
         return None
