@@ -98,12 +98,12 @@ def verdict(conn, cfg, prompt: str, session_id: str, root: str | None = None) ->
             "dnr": len(ANY_DNR.findall(body)), "detail": result.detail}
 
 
-def evaluate(root: str, prompts: list[dict]) -> list[dict]:
+def evaluate(root: str, prompts: list[dict], session: str = "eval") -> list[dict]:
     cfg = load(os.path.join(root, ".memhealth"), environ={})
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     try:
         # a fresh session per prompt: each is judged on its own, the caps still run
-        return [{**p, **verdict(conn, cfg, p["prompt"], f"eval-{p['id']}", root)} for p in prompts]
+        return [{**p, **verdict(conn, cfg, p["prompt"], f"{session}-{p['id']}", root)} for p in prompts]
     finally:
         conn.close()
 

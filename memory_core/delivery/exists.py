@@ -105,9 +105,9 @@ def written_identifiers(prompt: str) -> list[str]:
 
 
 def first_line(doc: str | None) -> str:
-    """A doc's first sentence or line, comment markers gone."""
+    """A doc's first sentence, comment markers and JSDoc tags gone."""
     text = " ".join(ln.strip().lstrip("/*#!-").strip() for ln in str(doc or "").strip().splitlines()[:3])
-    text = " ".join(text.split())
+    text = " ".join(text.split(" @", 1)[0].split())
     at = text.find(". ")
     return text[:at + 1] if 0 < at < 240 else text[:240]
 
@@ -391,7 +391,9 @@ def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
     if rival is not None and rival[0] == best[0]:
         detail["code_ambiguous"] = [best[1][2], rival[1][2]]
         return None
-    return Found(source_of(conn, best[1]), best[2], best[3], {})
+    said_words = [w for w in best[3] if w in name_parts(best[1][2])]
+    return Found(source_of(conn, best[1]), best[2], best[3],
+                 {"name_words": said_words, "doc_words": [w for w in best[3] if w not in said_words]})
 
 
 def _same_word(tok: str, word: str) -> bool:

@@ -967,16 +967,19 @@ def _from_code(arith: dict, found, evidence, budget: int) -> str:
     """A component read from the code: the definition, where it is, its one-line doc, the
     commit the index read, and where the docs mention it."""
     at = f" at {arith['commit'][:12]}" if arith.get("commit") else ""
-    how = {"identifier": "its name", "name words": "the words of its name",
-           "doc words": "rare words of its doc"}.get(found.why, found.why)
     lines = [f"DO-NOT-REBUILD? {_quoted(found.qualname or found.name)} already exists in the code "
-             f"({found.kind} at {found.path}:{found.line}) — read from the code{at}; "
-             "extend or reuse it rather than writing another.",
+             f"({found.kind} at {found.path}:{found.line}) — read from the code{at}; building it again "
+             "would duplicate it.",
              f"  definition: {clip(' '.join(str(found.signature or found.name).split()), 200)}"]
     doc = exists.first_line(found.doc)
     if doc:
         lines.append(f"  doc: {clip(doc, min(budget, 300))}")
-    lines.append(f"  named by {how}: {', '.join(found.matched[:6])}")
+    if found.why == "identifier":
+        lines.append(f"  the prompt names it: {found.name}")
+    else:
+        said = [f"{', '.join(found.detail.get(k) or [])} ({what})" for k, what in
+                (("name_words", "its name"), ("doc_words", "its doc")) if found.detail.get(k)]
+        lines.append(f"  shares: {'; '.join(said)}")
     lines += [f"  mentioned in: {_where(e)} {_quoted(e[6] or e[2])} ({e[1]})" for e in evidence]
     return "\n".join(lines)
 
