@@ -33,6 +33,7 @@ from memory_core.index import fts
 # a word starting more than this share of the components' names is the project's own
 # prefix or a generic head ("axios", "middleware" in a middleware package): optional
 COMMON_NAME_SHARE = 0.2
+COMMON_NAME_MIN = 3         # in a handful of names nothing is common yet
 DOC_MIN = 3                 # rare doc words a match by its doc needs
 DOC_MAX_SHARE = 0.05        # a rare doc word is in at most this share of documented components
 MAX_FOREIGN = 2             # prompt words unknown to the project that make it another system's
@@ -335,7 +336,7 @@ def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
 
     def is_common(part: str) -> bool:
         if part not in common:
-            common[part] = _count_all(conn, f'words : "{part}"') > COMMON_NAME_SHARE * n
+            common[part] = _count_all(conn, f'words : "{part}"') > max(COMMON_NAME_MIN, COMMON_NAME_SHARE * n)
         return common[part]
 
     def rare_in_doc(tok: str) -> bool:

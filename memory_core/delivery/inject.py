@@ -620,7 +620,10 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
     if code is not None:
         arith = {"chunk_id": None, "code_id": code.id, "name": " ".join(code.words) or code.name,
                  "matched_tokens": code.matched, "idf_sum": 0.0, "commit": exists.commit(conn)}
-        offered.append((arith, code, "code", _evidence(arith, scored, icfg["min_matches"])))
+        # a doc mentions the component when it writes its name, or every word of it
+        named_in = [e for e in _evidence(arith, scored, icfg["min_matches"])
+                    if code.name.lower() in (e[7] or "").lower() or set(exists.name_parts(code.name)) <= _words(e[7] or "")]
+        offered.append((arith, code, "code", named_in))
     offered += [(a, r, "thread", []) for a, r in lineage[:MAX_ITEMS * 2]]
     with trace.span("inject.session_cap") as span:
         chosen = _apply_caps(conn, offered, session_id, icfg)
