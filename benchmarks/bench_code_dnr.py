@@ -9,10 +9,11 @@ committed into a git repository, `memhealth init` + `memhealth ingest docs code`
 session per prompt (tests/code_eval.py). One row per part: tuned, held out (first part,
 folded into the second tuning round), held out (second part, never tuned on).
 
-Cost: the prompt hook, a subprocess with JSON on stdin as Claude Code runs it, in the
-Starlette project before and after `ingest code`, as ratios to the interpreter floor
-`python -c "import sqlite3, json"` measured in the same run, and to the same prompt in the
-same project without the code index (what the code leg adds).
+Cost: the prompt hook, a subprocess with JSON on stdin as Claude Code runs it, in two copies
+of the Starlette project, one ingested without and one with its code index, runs
+interleaved, as ratios to the interpreter floor `python -c "import sqlite3, json"` measured
+in the same rounds, and to the same prompt in the copy without the code index (what the code
+leg adds).
 """
 
 from __future__ import annotations
@@ -61,37 +62,76 @@ def _stdin(root: str, prompt: str, session: str) -> bytes:
                        "transcript_path": os.path.join(root, "t.jsonl"), "prompt": prompt}).encode()
 
 
-def _cost(base: str, repeat: int) -> list[dict]:
-    compile_packages()
-    root = os.path.join(base, "cost", "starlette")
+def _project(base: str, name: str, sources: list[str]) -> str:
+    root = os.path.join(base, name, "starlette")
     shutil.copytree(os.path.join(code_eval.FIXTURE, "starlette"), root)
     code_eval.git(root, "init", "-q", "-b", "main")
     code_eval.git(root, "add", "-A")
     code_eval.git(root, "commit", "-q", "-m", "starlette as packaged")
     code_eval.memhealth("init", "--project", root)
-    code_eval.memhealth("ingest", "--project", root, "docs")
+    code_eval.memhealth("ingest", "--project", root, *sources)
+    return root
+
+
+def _cost(base: str, repeat: int) -> list[dict]:
+    compile_packages()
+    without = _project(base, "without", ["docs"])
+    with_code = _project(base, "with", ["docs", "code"])
     cmd = memhealth_cmd() + ["hook", "prompt"]
-
-    def timed(prompt: str, tag: str) -> dict:
-        # a session per run: the per-session cap would otherwise silence the repeats
-        samples = []
-        for i in range(repeat):
-            samples += time_cmd(cmd, stdin=_stdin(root, prompt, f"{tag}-{i}"), cwd=root, repeat=1,
-                                warmup=1 if i == 0 else 0)
-        return summary(samples)
-
-    base_floor = summary(floor(repeat))
-    before = {name: timed(prompt, f"before-{n}") for n, (name, prompt) in enumerate(CASES)}
-    code_eval.memhealth("ingest", "--project", root, "code")
-    after = {name: timed(prompt, f"after-{n}") for n, (name, prompt) in enumerate(CASES)}
+    # interleaved, so that the box's load weighs on both sides alike: floor, then each case
+    # without and with the code index; a session per run (the per-session cap would
+    # otherwise silence the repeats)
+    samples: dict[tuple[str, str], list[float]] = {}
+    floors: list[float] = []
+    for i in range(repeat + 1):
+        keep = i > 0  # the first round warms the page cache and the bytecode
+        f = floor(1)
+        if keep:
+            floors += f
+        for n, (name, prompt) in enumerate(CASES):
+            for side, root in (("without", without), ("with", with_code)):
+                got = time_cmd(cmd, stdin=_stdin(root, prompt, f"{side}-{n}-{i}"), cwd=root, repeat=1, warmup=0)
+                if keep:
+                    samples.setdefault((name, side), []).extend(got)
+    base_floor = summary(floors)
     out = [row("floor: python -c 'import sqlite3, json'", base_floor["median"] * 1000, "ms")]
+    out += _in_process(with_code, without, 50 if repeat < 15 else 200)
     for name, _prompt in CASES:
-        a, b = after[name], before[name]
+        a, b = summary(samples[(name, "with")]), summary(samples[(name, "without")])
         target = "<= 1.3x without" if name == "non-intent" else "<= 2.0x without"
         out.append(row(f"hook prompt, {name}, Starlette with its code index", a["median"] / base_floor["median"],
                        "x floor", note=f"median {a['median'] * 1000:.1f} ms"))
         out.append(row(f"hook prompt, {name}: with the code index / without", a["median"] / b["median"], "x",
                        target, note=f"{a['median'] * 1000:.1f} ms vs {b['median'] * 1000:.1f} ms"))
+    return out
+
+
+def _in_process(with_code: str, without: str, repeat: int) -> list[dict]:
+    """`inject.decide` in-process on each build prompt, with and without the code index: what
+    the code leg adds per prompt, free of process start-up and of the box's load spikes."""
+    import time
+
+    from memhealth.config import load
+    from memory_core.delivery import inject
+    from memory_core.outbox.spans import Trace
+    from memory_core.store.db import connect
+
+    out = []
+    for name, prompt in CASES[1:]:
+        medians = {}
+        for side, root in (("with", with_code), ("without", without)):
+            cfg = load(os.path.join(root, ".memhealth"), environ={})
+            conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+            times = []
+            for i in range(repeat):
+                t0 = time.perf_counter()
+                inject.decide(conn, prompt, "build", cfg, f"inproc-{side}-{i}", Trace(), root=root)
+                times.append(time.perf_counter() - t0)
+            conn.close()
+            medians[side] = summary(times)["median"] * 1000
+        out.append(row(f"inject.decide in-process, {name}: added by the code leg", medians["with"] - medians["without"],
+                       "ms", note=f"{medians['with']:.2f} ms with, {medians['without']:.2f} ms without, "
+                                  f"median of {repeat}"))
     return out
 
 

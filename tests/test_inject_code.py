@@ -112,5 +112,5 @@ def test_one_do_not_rebuild_per_session_for_the_same_component(built):
         ("injected",), ("capped",)]
 
 
-HELDOUT2_HITS = 0
-HELDOUT2_FALSE = 99
+HELDOUT2_HITS = 14
+HELDOUT2_FALSE = 3
