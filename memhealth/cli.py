@@ -14,7 +14,7 @@ import sys
 
 # Command modules, in help order. Each defines register(subparsers) -> parser with
 # set_defaults(func=run), where run(args) -> int.
-COMMANDS = ["init", "hook", "gate", "ingest", "triage", "search", "embed", "serve", "export", "report", "ablation",
+COMMANDS = ["init", "hook", "gate", "ingest", "triage", "inventory", "search", "embed", "serve", "export", "report", "ablation",
             "demo", "generate", "remember", "cues", "forget", "mcp"]
 
 

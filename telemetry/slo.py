@@ -105,6 +105,9 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("memory_files", "warning", "30m", "memory",
               "MEMORY.md outgrew what is read at every resume, or its LATEST resume anchor is "
               "broken or stale while sessions ran"),
+    GateCheck("code_index", "warning", "30m", "ingest",
+              "the code index is behind a HEAD older than the ingest budget, was never built, "
+              "or most source files failed to parse"),
     GateCheck("cue_delivery", "warning", "15m", "memory",
               "the last compaction's SessionStart delivered fewer pinned items than existed, or "
               "tool hooks completed without evaluating their cues"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -275,7 +276,10 @@ def test_an_unchanged_blob_is_never_parsed_again_and_a_change_parses_only_itself
     assert wait["doc"] == "Wait blocks." and wait["line_start"] == 18
 
 
-def test_a_name_defined_for_the_first_time_is_found_in_files_that_did_not_change(conn, repo):
+@pytest.mark.parametrize("grep_max", [500, 0], ids=["git-grep", "token-pass"])
+def test_a_name_defined_for_the_first_time_is_found_in_files_that_did_not_change(conn, repo, grep_max,
+                                                                                 monkeypatch):
+    monkeypatch.setattr(code_source, "GREP_MAX_NAMES", grep_max)
     write(repo, "app/client.py", "def use():\n    return Compressor() + Compressor()\n")
     commit(repo)
     index(conn, repo)
@@ -427,3 +431,93 @@ def test_memhealth_ingest_code_reports_the_index_in_json(repo):
     data = json.loads(proc.stdout)
     code = data["sources"]["code"]["code"]
     assert code["files"] == 9 and code["parsed"] == 9 and code["complete"] is True
+
+
+def test_the_collector_exports_the_index_counts(conn, repo, tmp_path):
+    from prometheus_client import CollectorRegistry
+
+    from telemetry.collector import StoreCollector
+
+    write(repo, "app/broken.py", "def broken(:\n    pass\n")
+    commit(repo, "broken")
+    index(conn, repo)
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(str(tmp_path / "memory.db")))
+    get = registry.get_sample_value
+    assert get("memhealth_code_files", {"status": "ok"}) == 9
+    assert get("memhealth_code_files", {"status": "failed"}) == 1
+    assert get("memhealth_code_files", {"status": "skipped"}) == 0
+    (defs,) = conn.execute("SELECT count(*) FROM code_defs").fetchone()
+    (comps,) = conn.execute("SELECT count(*) FROM code_defs WHERE component = 1").fetchone()
+    assert get("memhealth_code_definitions") == defs and get("memhealth_code_components") == comps
+    indexed_ns = int(conn.execute("SELECT value FROM meta WHERE key = 'code.indexed_ns'").fetchone()[0])
+    assert get("memhealth_code_index_last_timestamp_seconds") == indexed_ns / 1e9
+
+
+def test_the_ingest_code_span_carries_what_the_run_did(conn, repo):
+    from memory_core.outbox.spans import command_trace
+
+    with command_trace(conn, "memhealth ingest") as trace:
+        run_ingest(conn, str(repo), defaults(), sources=["code"], trace=trace)
+    (attrs,) = conn.execute("SELECT attributes FROM spans WHERE name = 'ingest code'").fetchone()
+    attrs = json.loads(attrs)
+    assert attrs["memhealth.ingest.code.parsed"] == 9
+    assert attrs["memhealth.ingest.code.failed"] == 0
+    assert attrs["memhealth.ingest.code.commit"] == git(repo, "rev-parse", "HEAD").strip()
+    assert attrs["memhealth.ingest.code.defs_added"] == conn.execute(
+        "SELECT count(*) FROM code_defs").fetchone()[0]
+
+
+def test_the_gate_notes_a_fresh_commit_and_names_a_few_failed_files(conn, repo):
+    from probes.code_index import code_index_check
+    from probes.evidence import Evidence
+
+    cfg = defaults()
+    assert code_index_check(Evidence(str(repo), conn, cfg)).status == "red"  # never indexed
+    index(conn, repo)
+    r = code_index_check(Evidence(str(repo), conn, cfg))
+    assert r.status == "green" and "definition(s)" in r.detail
+    write(repo, "app/broken.py", "def broken(:\n    pass\n")
+    commit(repo, "broken")
+    r = code_index_check(Evidence(str(repo), conn, cfg))
+    assert r.status == "note" and "1 commit(s) behind HEAD" in r.detail and r.fix == "memhealth ingest code"
+    assert r.audience == "operator"
+    index(conn, repo)
+    r = code_index_check(Evidence(str(repo), conn, cfg))
+    assert r.status == "note" and "1 file(s) failed to parse" in r.detail
+    assert "app/broken.py (syntax error at line 1" in r.detail or "app/broken.py (missing" in r.detail
+    # the same HEAD, a day past the ingest budget: still only the failed file (nothing to read)
+    later = Evidence(str(repo), conn, cfg, now=time.time() + 30 * 86400)
+    assert code_index_check(later).status == "note"
+    cfg["ingest"]["code"] = []
+    assert code_index_check(Evidence(str(repo), conn, cfg)).detail.startswith("code index off")
+
+
+def _snapshot(c):
+    return (sorted(c.execute("SELECT name, path, n FROM code_refs")),
+            sorted(c.execute("SELECT path, qualname, kind, round(rank, 6), component FROM code_defs")),
+            sorted(c.execute("SELECT name FROM code_names")))
+
+
+@pytest.mark.parametrize("targeted_max", [200, 0], ids=["touched-names", "every-name"])
+def test_incremental_runs_end_where_a_cold_index_of_the_same_commit_does(conn, repo, tmp_path,
+                                                                         targeted_max, monkeypatch):
+    monkeypatch.setattr(code_source, "TARGETED_MAX_FILES", targeted_max)
+    index(conn, repo)
+    # a new name used by an unchanged file, a deleted file, a rename, a name defined twice
+    write(repo, "app/compress.py", '"""Compression."""\n\nclass Compressor:\n    """Compresses."""\n')
+    write(repo, "app/main.py", PY_USER + "\nfrom app.compress import Compressor\nRouter = None\n")
+    git(repo, "rm", "-q", "web/store.ts")
+    git(repo, "mv", "rate/rate.go", "rate/limit.go")
+    commit(repo, "mixed")
+    index(conn, repo)
+    write(repo, "web/extra.js", "export class Router {}\nexport class Compressor {}\n")
+    git(repo, "rm", "-q", "app/middleware/gzip.py")
+    commit(repo, "more")
+    index(conn, repo)
+    fresh = sqlite3.connect(str(tmp_path / "fresh.db"), isolation_level=None)
+    ensure_schema(fresh)
+    index(fresh, repo)
+    assert _snapshot(conn) == _snapshot(fresh)
+    assert code_index.definitions(conn, "GZipMiddleware") == []
+    assert {d["path"] for d in code_index.definitions(conn, "Compressor")} == {"app/compress.py", "web/extra.js"}

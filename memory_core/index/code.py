@@ -50,12 +50,14 @@ def has_index(conn) -> bool:
 
 
 def components(conn, limit: int | None = None) -> list[dict]:
-    """What the index counts as components, most mentioned first (ties: path, line).
+    """What the index counts as components, most mentioned first.
 
     A folder that is both a package with a doc and a folder with a README is listed once,
     as the package read from its code."""
-    sql = (_SELECT + " WHERE component = 1 ORDER BY rank DESC, (kind = 'package' AND path LIKE "
-           "'%README%') ASC, path, line_start")
+    # ties: a type before the module holding it (a module's name is also its import path's
+    # word), a package read from code before its folder's README
+    sql = (_SELECT + " WHERE component = 1 ORDER BY rank DESC, kind IN ('module', 'package') ASC, "
+           "(kind = 'package' AND path LIKE '%README%') ASC, path, line_start")
     out: list[dict] = []
     seen_packages: set[tuple[str, str]] = set()
     for values in conn.execute(sql):

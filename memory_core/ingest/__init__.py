@@ -99,6 +99,10 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
             if span is not None:
                 span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
                              if isinstance(v, (int, float))})
+                # a source's own counts (the code index: files parsed, failed, definitions,
+                # the commit read), e.g. memhealth.ingest.code.failed
+                span.update({f"memhealth.ingest.{name}.{k}": v for k, v in rep.extra.items()
+                             if isinstance(v, (int, float, str)) and not isinstance(v, bool)})
                 span.end()
             if stopped_at is None:
                 _finish_source(conn, name, rep)

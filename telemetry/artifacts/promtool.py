@@ -117,6 +117,9 @@ GATE_CASES = {
     "memory_files": ("warning", "memory", 30,
                      "MEMORY.md outgrew what is read at every resume, or its LATEST resume "
                      "anchor is broken or stale while sessions ran"),
+    "code_index": ("warning", "ingest", 30,
+                   "the code index is behind a HEAD older than the ingest budget, was never "
+                   "built, or most source files failed to parse"),
     "cue_delivery": ("warning", "memory", 15,
                      "the last compaction's SessionStart delivered fewer pinned items than "
                      "existed, or tool hooks completed without evaluating their cues"),
