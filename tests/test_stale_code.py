@@ -125,3 +125,18 @@ def test_a_memory_naming_no_code_file_is_not_judged_by_the_index(repo):
     ingest(repo)
     text = prompt(repo, "s4")
     assert "STALE-CLAIM" not in text and 'DO-NOT-REBUILD? "response compression"' in text, text
+
+
+def test_a_path_and_line_the_symbol_left_names_where_it_is_now(repo):
+    # the entry says where GZipper is, to the line; the file grew a header above it
+    (repo / ".memhealth" / "memory" / "compression.md").write_text(
+        MEMORY.replace("path: app/compress.py\n", "path: app/compress.py:4\n"))
+    ingest(repo)
+    assert "STALE-CLAIM" not in prompt(repo, "s5")
+    (repo / "app" / "compress.py").write_text('"""Response compression for the API."""\n\nimport gzip\n\n' + CODE)
+    head = commit(repo, "import gzip")
+    ingest(repo)
+    text = prompt(repo, "s6")
+    assert "DO-NOT-REBUILD" not in text, text
+    assert ("— `GZipper` is no longer at app/compress.py:4; it is defined at app/compress.py:8 "
+            f"(read from the code at {head[:12]})") in text, text

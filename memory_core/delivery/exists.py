@@ -407,6 +407,7 @@ def _same_word(tok: str, word: str) -> bool:
 MAX_CLAIMED_SYMBOLS = 4
 CODE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs")
 _WORDISH = re.compile(r"[A-Za-z_$][\w$]*")
+_PATH_LINE = re.compile(r"([\w./-]+\.\w+):(\d+)")
 
 
 def claimed_symbols(attrs: dict, code_paths: list[str]) -> list[str]:
@@ -434,9 +435,11 @@ def code_claim(conn, attrs: dict, paths: list[str], gone: bool) -> str | None:
         return None
     at = commit(conn)
     read = f" (read from the code at {at[:12]})" if at else ""
+    # a `path:line` the item names: the line a symbol of it was defined at
+    lines = {p: int(n) for p, n in _PATH_LINE.findall(str(attrs.get("path") or "")) if p in code_paths}
     found = []
     for sym in symbols:
-        rows = conn.execute("SELECT path, line_start, kind FROM code_defs WHERE name = ? "
+        rows = conn.execute("SELECT path, line_start, line_end FROM code_defs WHERE name = ? "
                             "ORDER BY component DESC, rank DESC, path LIMIT 3", (sym,)).fetchall()
         if not rows:
             found.append(f"`{sym}` is no longer defined anywhere in the code{read}")
@@ -445,4 +448,9 @@ def code_claim(conn, attrs: dict, paths: list[str], gone: bool) -> str | None:
             where = ", ".join(f"{r[0]}:{r[1]}" for r in rows)
             lead = "" if gone else f"`{sym}` is no longer in {', '.join(code_paths)}; "
             found.append(f"{lead}`{sym}` is now defined at {where}{read}")
+            continue
+        here = [r for r in rows if r[0] in lines]
+        if here and not any(r[1] <= lines[r[0]] <= r[2] for r in here):
+            r = here[0]
+            found.append(f"`{sym}` is no longer at {r[0]}:{lines[r[0]]}; it is defined at {r[0]}:{r[1]}{read}")
     return "; ".join(found) or None
