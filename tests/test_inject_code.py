@@ -114,3 +114,21 @@ def test_one_do_not_rebuild_per_session_for_the_same_component(built):
 
 HELDOUT2_HITS = 14
 HELDOUT2_FALSE = 3
+
+
+def test_a_hand_written_inventory_entry_keeps_precedence_over_the_code(tmp_path):
+    root = code_eval.build_project("chi", str(tmp_path))
+    memory = os.path.join(root, ".memhealth", "memory")
+    os.makedirs(memory, exist_ok=True)
+    with open(os.path.join(memory, "nocache.md"), "w", encoding="utf-8") as fh:
+        fh.write("---\nname: no-cache headers\ntype: subsystem\npath: middleware/nocache.go\n"
+                 "description: the NoCache middleware sets the headers that stop clients caching responses\n---\n"
+                 "NoCache sets Expires, Cache-Control, Pragma and X-Accel-Expires; extend it.\n")
+    code_eval.memhealth("ingest", "--project", root, "memory")
+    text = _prompt(root, "write a NoCache middleware that sets the headers to stop clients caching responses",
+                   session="pre")
+    assert 'DO-NOT-REBUILD? "no-cache headers" may already exist (lives in middleware/nocache.go)' in text, text
+    assert "already exists in the code" not in text  # one DO-NOT-REBUILD: the curated one
+    [(detail,)] = rows(root, "SELECT detail FROM decisions WHERE session_id = 'pre'")
+    decided = json.loads(detail)
+    assert "code" not in decided and decided["dnr"][0]["name"] == "no-cache headers", decided

@@ -26,6 +26,7 @@ and are reported beside the held-out ones in docs/internals/evaluation-code.md.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from memory_core.index import fts
@@ -113,8 +114,10 @@ def first_line(doc: str | None) -> str:
     return text[:at + 1] if 0 < at < 240 else text[:240]
 
 
+@functools.lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
-    from memory_core.delivery.inject import stem  # inject imports this module lazily too
+    """inject.stem, remembered: the same doc words recur across the candidates of a prompt."""
+    from memory_core.delivery.inject import stem  # inject imports this module at its top
     return stem(word)
 
 
