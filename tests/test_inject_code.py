@@ -132,3 +132,23 @@ def test_a_hand_written_inventory_entry_keeps_precedence_over_the_code(tmp_path)
     [(detail,)] = rows(root, "SELECT detail FROM decisions WHERE session_id = 'pre'")
     decided = json.loads(detail)
     assert "code" not in decided and decided["dnr"][0]["name"] == "no-cache headers", decided
+
+
+def test_the_common_name_words_kept_at_ingest_decide_as_counting_them_per_prompt_does(tmp_path):
+    from memory_core.delivery import exists
+    from memory_core.store.db import connect, write
+
+    root = code_eval.build_project("axios", str(tmp_path))
+    prompts = code_eval.prompts_for("axios", part="tuned")
+    conn = connect(os.path.join(root, ".memhealth", "memory.db"))
+    try:
+        assert exists.common_words(conn) == {"axios"}  # the project's own prefix, and nothing else
+        kept = code_eval.evaluate(root, prompts, session="kept")
+        with write(conn):
+            conn.execute("DELETE FROM meta WHERE key = ?", (exists.META_COMMON,))
+        assert exists.common_words(conn) is None
+        counted = code_eval.evaluate(root, prompts, session="counted")
+    finally:
+        conn.close()
+    assert [r["cited"] for r in kept] == [r["cited"] for r in counted]
+    assert code_eval.summary(kept)["hits"] == 10

@@ -27,6 +27,7 @@ and are reported beside the held-out ones in docs/internals/evaluation-code.md.
 from __future__ import annotations
 
 import functools
+import json
 import re
 
 from memory_core.index import fts
@@ -74,6 +75,43 @@ class Found:
     def summary(self) -> dict:
         return {"name": self.qualname or self.name, "kind": self.kind, "path": self.path,
                 "line": self.line, "why": self.why, "matched": self.matched, **self.detail}
+
+
+META_COMMON = "code.common_name_words"  # {"commit": ..., "n": ..., "words": [...]}
+
+
+def refresh_common(conn) -> list[str]:
+    """Count, once per ingest, the name words more than COMMON_NAME_SHARE of the searchable
+    definitions (components and documented public functions) share — the project's own
+    prefixes ("axios") — and keep them in meta for the prompt hook (call outside a write
+    transaction). Counting them per prompt took one full-text lookup per candidate word."""
+    from memory_core.store.meta import set_meta
+    from memory_core.store.tx import write
+
+    counts: dict[str, int] = {}
+    n = 0
+    for (name,) in conn.execute("SELECT name FROM code_defs WHERE component = 1 "
+                                "OR id IN (SELECT rowid FROM code_api_fts)"):
+        n += 1
+        for part in set(name_parts(name)):
+            counts[part] = counts.get(part, 0) + 1
+    limit = max(COMMON_NAME_MIN, COMMON_NAME_SHARE * n)
+    words = sorted(p for p, c in counts.items() if c > limit)
+    with write(conn):
+        set_meta(conn, META_COMMON, json.dumps({"commit": commit(conn), "n": n, "words": words}))
+    return words
+
+
+def common_words(conn) -> set[str] | None:
+    """The common name words kept by the last ingest for the indexed commit, or None."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_COMMON,)).fetchone()
+    try:
+        kept = json.loads(row[0]) if row else None
+    except ValueError:
+        return None
+    if not isinstance(kept, dict) or kept.get("commit") != commit(conn):
+        return None
+    return set(kept.get("words") or ())
 
 
 def has_index(conn) -> bool:
@@ -132,12 +170,22 @@ def _said(word: str, stems: set[str]) -> bool:
 TABLES = ("code_fts", "code_api_fts")  # components; documented public functions (schema 8)
 
 
-def _count(conn, query: str, table: str = "code_fts") -> int:
-    return conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (query,)).fetchone()[0]
+def _count(conn, query: str, table: str = "code_fts", upto: int | None = None) -> int:
+    """Rows matching `query`, counted up to `upto` when given: a common word's postings at
+    100k definitions cost a millisecond to count in full, and only "more than upto" matters."""
+    if upto is None:
+        return conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (query,)).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+                        (query, upto)).fetchone()[0]
 
 
-def _count_all(conn, query: str) -> int:
-    return sum(_count(conn, query, t) for t in TABLES)
+def _count_all(conn, query: str, upto: int | None = None) -> int:
+    total = 0
+    for t in TABLES:
+        total += _count(conn, query, t, None if upto is None else upto - total)
+        if upto is not None and total >= upto:
+            break
+    return total
 
 
 def _rows(conn, where: str, args) -> list[tuple]:
@@ -170,7 +218,7 @@ def foreign(conn, toks: list[str], overall_df: dict[str, int]) -> list[str]:
     for t in toks:
         if len(t) < 4 or t.isdigit() or overall_df.get(t, 0):
             continue
-        if not _count_all(conn, f'"{t}"'):
+        if not _count_all(conn, f'"{t}"', upto=1):
             out.append(t)
     return out
 
@@ -178,7 +226,17 @@ def foreign(conn, toks: list[str], overall_df: dict[str, int]) -> list[str]:
 _NAME_PART = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
 
 
+@functools.lru_cache(maxsize=8192)
+def _parts(name: str) -> tuple[str, ...]:
+    return tuple(_name_parts(name))
+
+
 def name_parts(name: str) -> list[str]:
+    """A definition's name as lower-case words (`_name_parts`), remembered per process."""
+    return list(_parts(name))
+
+
+def _name_parts(name: str) -> list[str]:
     """A definition's name as lower-case words: CamelCase, acronyms and their plurals,
     snake_case; a lone letter joins the next part (GZipMiddleware -> gzip, middleware;
     combineURLs -> combine, urls; HTTPSRedirectMiddleware -> https, redirect, middleware)."""
@@ -333,39 +391,63 @@ def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
     if not ids:
         return None
     rows = _rows(conn, f"id IN ({','.join('?' * len(ids))})", ids)
-    n = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES) or 1
+    # rows of the FTS tables, from their %_docsize shadow tables: count(*) on an FTS5 table
+    # reads every row (7 ms at 10k definitions), its docsize b-tree count does not
+    n = sum(conn.execute(f"SELECT count(*) FROM {t}_docsize").fetchone()[0] for t in TABLES) or 1
+    kept = common_words(conn)
     common: dict[str, bool] = {}
     doc_df: dict[str, int] = {}
 
     def is_common(part: str) -> bool:
-        if part not in common:
-            common[part] = _count_all(conn, f'words : "{part}"') > max(COMMON_NAME_MIN, COMMON_NAME_SHARE * n)
+        if kept is not None:
+            return part in kept
+        if part not in common:  # no list kept for this commit: count (slower, same rule)
+            names = conn.execute(
+                "SELECT name FROM code_defs WHERE id IN (SELECT rowid FROM code_fts WHERE code_fts MATCH ? "
+                "UNION SELECT rowid FROM code_api_fts WHERE code_api_fts MATCH ?)", (f'words : "{part}"',) * 2)
+            shared = sum(1 for (name,) in names if part in name_parts(name))
+            common[part] = shared > max(COMMON_NAME_MIN, COMMON_NAME_SHARE * n)
         return common[part]
+
+    rare_max = int(max(1, DOC_MAX_SHARE * n))
 
     def rare_in_doc(tok: str) -> bool:
         if tok not in doc_df:
-            doc_df[tok] = _count_all(conn, f'doc : "{tok}"')
-        return doc_df[tok] <= max(1, DOC_MAX_SHARE * n)
+            doc_df[tok] = _count_all(conn, f'doc : "{tok}"', upto=rare_max + 1)
+        return doc_df[tok] <= rare_max
 
+    # a prompt word's stem less its last letter is in any doc holding a word of that stem
+    # ("proxies" for proxy): a cheap test of which docs can share words at all
+    probes = [(s[:-1] if len(s) >= 4 else s) for s in (_stem(t) for t in toks)]
     passed, scored = [], []
     for row in rows:
         parts = name_parts(row[2])
         if not parts:
             continue
-        # the project's common name words and little words (isAxiosError, formDataToJSON)
-        # may go unsaid
-        required = [p for p in parts if not is_common(p) and p not in fts.STOPWORDS]
         said_words = said_parts(parts, said)
-        doc_words = {_stem(t) for t in fts.tokens(row[8] or "", min_len=MIN_WORD, limit=400)}
-        rare_doc = [t for t in toks if _stem(t) in doc_words and not any(_same_word(t, p) for p in parts)
-                    and rare_in_doc(t)]
-        named = bool(required) and all(p in said_words for p in required)
+        doc = (row[8] or "").lower()
+        maybe = sum(1 for p in probes if p in doc)
+        if not said_words and maybe < DOC_MIN:
+            continue  # neither named nor able to share DOC_MIN doc words
+        # named: every word of the name said but the project's common name words and little
+        # words (isAxiosError, formDataToJSON), and one said word not common; `all` stops at
+        # the first unsaid word that is not common (most candidates), sparing the counts
+        unsaid = [p for p in parts if p not in said_words and p not in fts.STOPWORDS]
+        named = all(is_common(p) for p in unsaid) and any(
+            not is_common(p) for p in said_words if p not in fts.STOPWORDS)
+        if not named and maybe < DOC_MIN:
+            continue
+        rare_doc = []
+        if maybe:
+            rare_doc = [t for t, p in zip(toks, probes, strict=True) if p in doc and _doc_says(doc, t, p)
+                        and not any(_same_word(t, q) for q in parts) and rare_in_doc(t)]
+        required = [p for p in parts if p not in fts.STOPWORDS and (p in said_words or not is_common(p))]
         why = None
         # two words said, or one beside a rare doc word, or one beside the project's own
         # prefix (AxiosHeaders: "a headers class", not "an xhr adapter"); a one-word name
         # alone names nothing
-        prefixed = (len(said_words) == 1 and any(is_common(p) for p in parts)
-                    and all(p in said_words or is_common(p) for p in parts) and not _qualified(said, said_words[0]))
+        prefixed = (len(said_words) == 1 and bool(unsaid) and len(unsaid) + 1 == len(parts)
+                    and not _qualified(said, said_words[0]))
         if named and (len(said_words) >= 2 or rare_doc or prefixed):
             why = "name words"
         elif len(rare_doc) >= DOC_MIN:
@@ -398,6 +480,17 @@ def _by_words(conn, toks: list[str], said, detail: dict) -> Found | None:
     said_words = [w for w in best[3] if w in name_parts(best[1][2])]
     return Found(source_of(conn, best[1]), best[2], best[3],
                  {"name_words": said_words, "doc_words": [w for w in best[3] if w not in said_words]})
+
+
+def _doc_says(doc: str, tok: str, probe: str) -> bool:
+    """Does the (lower-cased) doc hold a word with `tok`'s stem? Only the words starting with
+    the probe are stemmed, not the whole doc."""
+    want = _stem(tok)
+    for m in re.finditer(r"(?<![a-z0-9])" + re.escape(probe) + r"[a-z0-9]*", doc):
+        word = m.group(0)
+        if len(word) >= MIN_WORD and word not in fts.STOPWORDS and _stem(word) == want:
+            return True
+    return False
 
 
 def _same_word(tok: str, word: str) -> bool:
