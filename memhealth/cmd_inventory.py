@@ -5,31 +5,38 @@ from __future__ import annotations
 from memhealth.cliutil import (
     UsageError,
     add_json_option,
+    add_limit_option,
     add_parser,
     add_project_option,
-    positive_int,
 )
 
 
 def register(sub):
     p = add_parser(
         sub, "inventory", help="list the components read from the code; propose them for triage",
-        usage="%(prog)s [propose] [--limit N] [--json] [--project DIR]",
         description="List what the code index (`memhealth ingest code`) counts as components -- "
                     "documented modules and packages, public classes, exported types, interfaces, "
                     "traits and structs, folders with a README -- most mentioned by other files "
                     "first, with where each is defined and whether the curated inventory has it. "
-                    "`propose` puts the top ones that are neither curated nor proposed before in "
-                    "the triage queue: `memhealth triage confirm ID` makes one an inventory entry "
-                    "(type: subsystem), `retitle` names it the way people say it, `reject` keeps "
-                    "it from being proposed again.")
-    p.add_argument("action", nargs="?", choices=("list", "propose"), default="list",
-                   help="list (default) or propose")
-    p.add_argument("--limit", type=positive_int, default=None, metavar="N",
-                   help="at most N components (list: all; propose: 10)")
-    add_json_option(p, "the components (list) or what was queued (propose)")
-    add_project_option(p)
-    p.set_defaults(func=run)
+                    "`memhealth inventory propose` puts the top ones that are neither curated nor "
+                    "proposed before in the triage queue: `memhealth triage confirm ID` makes one "
+                    "an inventory entry (type: subsystem), `retitle` names it the way people say "
+                    "it, `reject` keeps it from being proposed again.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    listing = add_parser(actions, "list", help="the components, most mentioned first (the default)",
+                         description="The components the code index counts, most mentioned first.")
+    propose = add_parser(actions, "propose", help="queue the top components for `memhealth triage`",
+                         description="Queue the most mentioned components that are neither in the "
+                                     "curated inventory nor proposed before as triage candidates "
+                                     "of kind subsystem.")
+    for parser, child, default, what in ((p, False, 50, "components"), (listing, True, 50, "components"),
+                                         (propose, True, 10, "components queued")):
+        add_limit_option(parser, default, what, child=child)
+        add_json_option(parser, "the components (list) or what was queued (propose)", child=child)
+        add_project_option(parser, child=child)
+    # `propose` queues 10 unless told: its own default, not the listing's
+    propose.set_defaults(limit=10)
+    p.set_defaults(func=run, action="list")
     return p
 
 
@@ -41,9 +48,7 @@ def _line(d: dict) -> str:
 
 
 def run(args) -> int:
-    import json
-
-    from memhealth.cliutil import open_project
+    from memhealth.cliutil import emit_json, open_project
     from memory_core.index import code as code_index
     from memory_core.records import inventory
 
@@ -53,9 +58,9 @@ def run(args) -> int:
         if args.action == "propose":
             if commit is None and not conn.execute("SELECT 1 FROM code_defs LIMIT 1").fetchone():
                 raise UsageError("the code has not been indexed yet: run `memhealth ingest code` first")
-            report = inventory.propose(conn, limit=args.limit or 10)
+            report = inventory.propose(conn, limit=args.limit)
             if args.json:
-                print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+                emit_json(report.to_dict())
                 return 0
             for a in report.added:
                 print(f"#{a['id']} {a['kind']} {a['name']}  {a['path']}:{a['line']}")
@@ -65,7 +70,7 @@ def run(args) -> int:
             return 0
         items = inventory.listing(conn, args.limit)
         if args.json:
-            print(json.dumps({"commit": commit, "components": items}, indent=2, ensure_ascii=False))
+            emit_json({"commit": commit, "components": items})
             return 0
         if not items:
             print("no components in the code index" + ("" if commit else

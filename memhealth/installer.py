@@ -185,10 +185,12 @@ def _write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 
 def init_project(root: str, settings: str = "local", dry_run: bool = False,
                  launch: str | None = None, timeouts: dict | None = None,
-                 templates: bool = True) -> list[str]:
+                 templates: bool = True, register: bool = True) -> list[str]:
     """Set up memhealth in `root`; return the list of actions taken (or that would be).
     Shared settings get the portable launcher (SHARED_LAUNCHER) unless `launch` is given;
-    `templates` installs the convention files (memhealth.templates) that do not exist yet."""
+    `templates` installs the convention files (memhealth.templates) that do not exist yet;
+    `register` lists the project in the per-user registry (the demo's throwaway project is
+    not, so `serve --all` never serves it)."""
     root = os.path.abspath(root)
     if not os.path.isdir(root):
         raise SettingsError(f"{root} is not a directory")
@@ -247,7 +249,8 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         from memhealth.templates import install_templates
 
         actions.extend(install_templates(root, dry_run))
-    actions.extend(_register(root, dry_run))
+    if register:
+        actions.extend(_register(root, dry_run))
     if hook_changes:
         actions.extend(hook_changes)
         actions.append(f"wrote {spath}")  # past tense always; `init --dry-run` rewords

@@ -10,8 +10,9 @@ from tests.conftest import FIXTURES, clean_env, run_cli
 
 
 def env(tmp_path):
-    # HOME without ~/.claude: "auto" transcripts finds nothing and says so in a note
-    return clean_env(HOME=str(tmp_path / "home"), MEMHEALTH_INGEST_GIT="false")
+    # HOME without ~/.claude: "auto" transcripts finds nothing and says so in a note; not a
+    # repository, so git history and the code index are off (each would say so in a note)
+    return clean_env(HOME=str(tmp_path / "home"), MEMHEALTH_INGEST_GIT="false", MEMHEALTH_INGEST_CODE="")
 
 
 def test_ingest_prints_a_summary_line_then_its_notes_when_stderr_is_not_a_terminal(project, tmp_path):
@@ -53,7 +54,7 @@ def test_ingest_rejects_an_unknown_source_with_exit_2(project, tmp_path):
     proc = run_cli("ingest", "wiki", "--project", str(project), env=env(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("memhealth ingest: unknown source 'wiki'; "
-                                   "known: docs, memory, ledger, transcript, git")
+                                   "known: docs, memory, ledger, transcript, git, code")
 
 
 def test_ingest_budget_flag_stops_the_run_and_says_so(project, tmp_path):
@@ -112,7 +113,8 @@ def test_a_trace_gets_an_ingest_span_with_one_child_per_source(tmp_path):
     trace = Trace()
     run_ingest(connect(str(tmp_path / "m.db")), str(tmp_path), cfg, trace=trace)
     names = [s.name for s in trace.spans]
-    assert names == ["ingest", "ingest docs", "ingest memory", "ingest ledger", "ingest transcript"]
+    assert names == ["ingest", "ingest docs", "ingest memory", "ingest ledger", "ingest transcript",
+                     "ingest code"]
     root, docs = trace.spans[0], trace.spans[1]
     assert docs.parent_span_id == root.span_id
     assert docs.attributes["memhealth.ingest.chunks_added"] == 1

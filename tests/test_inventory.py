@@ -60,7 +60,7 @@ def test_propose_queues_the_top_components_for_triage_once(proj):
     assert again["known"] == 2 and [a["name"] for a in again["added"]] == ["RateLimiter", "ratelimit"]
     listed = run_cli("triage", "--json", "--project", str(proj))
     assert listed.returncode == 0, listed.stderr
-    (gz,) = [c for c in json.loads(listed.stdout) if c["title"] == "GZipMiddleware"]
+    (gz,) = [c for c in json.loads(listed.stdout)["candidates"] if c["title"] == "GZipMiddleware"]
     assert gz["kind"] == "subsystem"
     assert gz["statement"].startswith("class GZipMiddleware (class GZipMiddleware) at web/middleware/gzip.py:3")
     assert "read from the code at" in gz["statement"]
