@@ -140,3 +140,26 @@ def test_a_path_and_line_the_symbol_left_names_where_it_is_now(repo):
     assert "DO-NOT-REBUILD" not in text, text
     assert ("— `GZipper` is no longer at app/compress.py:4; it is defined at app/compress.py:8 "
             f"(read from the code at {head[:12]})") in text, text
+
+
+def test_a_library_identifier_in_the_description_is_not_a_claim(repo):
+    # prose naming a library's function is not a claim about this project's code
+    (repo / ".memhealth" / "memory" / "compression.md").write_text(
+        MEMORY.replace("description: response bodies are gzipped by GZipper in app/compress.py",
+                       "description: response bodies are gzipped by GZipper, with functools.lru_cache and zlib_level"))
+    ingest(repo)
+    text = prompt(repo, "s7")
+    assert "STALE-CLAIM" not in text and 'DO-NOT-REBUILD? "response compression"' in text, text
+
+
+def test_an_entry_named_by_its_identifier_claims_it(repo):
+    # the way `memhealth inventory propose` writes an entry: named by the component
+    (repo / ".memhealth" / "memory" / "compression.md").write_text(
+        MEMORY.replace("name: response compression", "name: GZipper").replace("symbols: GZipper\n", ""))
+    (repo / "app" / "compress.py").write_text(OTHER)
+    commit(repo, "replace gzip with brotli")
+    ingest(repo)
+    run = run_hook("prompt", payload("UserPromptSubmit", repo, prompt="let's build a GZipper for large bodies",
+                                     session_id="s8"), cwd=str(repo))
+    text = run.context()
+    assert '`GZipper` is no longer defined anywhere in the code' in text and "DO-NOT-REBUILD" not in text, text

@@ -508,12 +508,14 @@ _PATH_LINE = re.compile(r"([\w./-]+\.\w+):(\d+)")
 
 def claimed_symbols(attrs: dict, code_paths: list[str]) -> list[str]:
     """The identifiers an item claims the code has: its `symbols:` list, and, when it names a
-    code file (`path:`), the identifiers its name and description write (CamelCase,
-    snake_case): what it says lives in that file. An item naming no code file claims only
-    its `symbols:`, so a library name it mentions in passing is never judged."""
+    code file (`path:`), an identifier that is its name (`GZipMiddleware`, as `memhealth
+    inventory propose` writes them). Prose is not judged: a description writing
+    `lru_cache` or `asyncio.Queue` names a library's code, not a claim about this project's."""
     out = [s for s in _WORDISH.findall(str(attrs.get("symbols") or "")) if len(s) >= 2]
     if code_paths:
-        out += written_identifiers(f"{attrs.get('name') or ''} {attrs.get('description') or ''}")
+        name = str(attrs.get("name") or "").strip().strip("`")
+        if _WORDISH.fullmatch(name) and name in written_identifiers(name):
+            out.append(name)
     return list(dict.fromkeys(out))[:MAX_CLAIMED_SYMBOLS]
 
 
