@@ -5,6 +5,7 @@ model. Assertions read what reached the model."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -49,3 +50,46 @@ def test_a_re_proposal_gets_do_not_rebuild_from_the_code_and_a_near_miss_nothing
     # build intent, judged and refused: GZipMiddleware's "middleware" is not said
     assert rows(root, "SELECT outcome, intent FROM decisions WHERE session_id = ?", (near.session_id,)) == [
         ("below_relevance", "build")]
+
+
+CODE = '"""Response compression."""\n\n\nclass GZipper:\n    """Gzips response bodies above a minimum size."""\n'
+MEMORY = ("---\nname: response compression\ntype: subsystem\npath: app/compress.py\nsymbols: GZipper\n"
+          "description: response bodies are gzipped by GZipper in app/compress.py\n---\n"
+          "Responses above 500 bytes are gzipped by `GZipper`; extend it rather than adding a second one.\n")
+STALE_PROMPT = "let's build response compression that gzips large bodies"
+
+
+@pytest.fixture
+def renamed(tmp_path, claude_binary):
+    """A project whose memory says GZipper lives in app/compress.py, after a commit that moved
+    it to app/gzipping.py and an ingest of the code."""
+    root = str(tmp_path / "proj")
+    os.makedirs(os.path.join(root, "app"))
+    with open(os.path.join(root, "app", "compress.py"), "w", encoding="utf-8") as fh:
+        fh.write(CODE)
+    env = hook_env()
+    code_eval.git(root, "init", "-q", "-b", "main", env=env)
+    code_eval.git(root, "add", "app", env=env)
+    code_eval.git(root, "commit", "-q", "-m", "compression", env=env)
+    code_eval.memhealth("init", "--project", root, env=env)
+    os.makedirs(os.path.join(root, ".memhealth", "memory"), exist_ok=True)
+    with open(os.path.join(root, ".memhealth", "memory", "compression.md"), "w", encoding="utf-8") as fh:
+        fh.write(MEMORY)
+    code_eval.git(root, "mv", "app/compress.py", "app/gzipping.py", env=env)
+    code_eval.git(root, "commit", "-q", "-m", "rename the compression module", env=env)
+    code_eval.memhealth("ingest", "--project", root, "memory", "code", env=env)
+    model = ScriptedModel(log_path=str(tmp_path / "api.ndjson")).start()
+    try:
+        yield root, model, Session(claude_binary, root, home=tmp_path / "home", model=model)
+    finally:
+        model.stop()
+
+
+def test_a_memory_whose_symbol_moved_reaches_the_model_as_stale_claim_naming_the_new_place(renamed):
+    root, model, session = renamed
+    head = code_eval.git(root, "rev-parse", "HEAD").strip()
+    session.run(STALE_PROMPT)
+    [block] = hook_blocks(request_with(model.agent_requests(), STALE_PROMPT), "UserPromptSubmit")
+    assert "DO-NOT-REBUILD" not in block, block
+    assert ('STALE-CLAIM: "response compression" (a subsystem inventory entry) — app/compress.py no longer '
+            f"exists; `GZipper` is now defined at app/gzipping.py:4 (read from the code at {head[:12]})") in block, block
