@@ -267,13 +267,15 @@ class Evaluation:
         has no symbol cues or no code index."""
         if not files or not self.has("symbol"):
             return []
+        from memory_core.store.db import sqlite3
+
         found: dict[int, Match] = {}
         for rel in files:
             try:
                 rows = self.conn.execute(
                     "SELECT c.item_id, c.pattern, d.line_start FROM code_defs d JOIN cues c "
                     "ON c.trigger = 'symbol' AND c.key = d.name WHERE d.path = ?", (rel,)).fetchall()
-            except Exception:  # a store from before the code index
+            except sqlite3.OperationalError:  # a store opened without the migrations (no code tables)
                 return []
             for item_id, pattern, line in rows:
                 found.setdefault(item_id, Match(item_id, "symbol", f"{pattern} defined at {rel}:{line}"))

@@ -1,27 +1,30 @@
-"""What exists, said from the code: which indexed component a build prompt re-proposes.
+"""What exists, said from the code: which indexed definition a build prompt re-proposes,
+and what the code index refutes in a memory's claims.
 
-    said = inject.Said(prompt)
-    found = exists.match(conn, prompt, said, overall_df)   # None, or a Found
-    found.name, found.path, found.line, found.why          # "GZipMiddleware", ..., "name words"
+    found, detail = exists.match(conn, prompt, inject.Said(prompt), topic, overall_df)
+    found.name, found.path, found.line, found.why     # "GZipMiddleware", ..., "name words"
+    exists.code_claim(conn, attrs, paths, gone=False)  # "`GZipper` is now defined at ..."
 
-Reads only the code index's rows (`code_defs`, `code_fts`, written at ingest by
-memory_core.ingest.code): nothing is parsed on the hook path. A prompt names a component
+Reads only the code index's rows (`code_defs`, and the FTS tables `code_fts` over the
+components and `code_api_fts` over the documented public functions, written at ingest by
+memory_core.ingest.code): nothing is parsed on the hook path. A prompt names a definition
 when it
 - writes its identifier (`GZipMiddleware`, `toFormData`): an exported definition of that
-  name, a component or not, is what it names;
-- says every word of its name that is not one of the project's common name words
-  (GZipMiddleware <-> "gzip middleware", "a middleware that gzips"; AxiosHeaders <-> "a
-  headers class": "axios" starts a third of axios's names and says nothing), two words at
-  least, or one with a rare word of the component's doc beside it;
-- or shares rare words of its doc (`DOC_MIN` words, each in at most `DOC_MAX_SHARE` of the
-  documented definitions).
+  name, a component or not;
+- says every word of its name but the project's common name words (GZipMiddleware <->
+  "gzip middleware", "a middleware that gzips"; AxiosHeaders <-> "a headers class": "axios"
+  is in a fifth of axios's names and says nothing), two words at least, or one beside a
+  rare word of its doc or beside the project's prefix;
+- or shares `DOC_MIN` rare words of its doc (each in at most `DOC_MAX_SHARE` of the
+  searchable definitions).
 
-A near miss shares a component's words but builds something of another system: "rate
-limiting for our nginx ingress", "gzip compression for the nightly backup script". Such a
-prompt brings words the project never uses, in its code or its docs (`foreign`); with
-`MAX_FOREIGN` of them it is about that other system, and only a written identifier still
-names a component. Thresholds were set on the tuning prompts of tests/fixtures/coderepos
-and are reported beside the held-out ones in docs/internals/evaluation-code.md.
+A near miss shares a definition's words but builds something of another system: "rate
+limiting for our nginx ingress". Such a prompt brings words the project never uses, in its
+code or its docs (`foreign`): `MAX_FOREIGN` of them, and no fewer than the words it shares,
+make it that other system's. A name that qualifies another noun ("request id fields"), a
+written model ("URLSearchParams-style"), a question, and a tie between two files are silent
+too. Thresholds were set on the tuning prompts of tests/fixtures/coderepos and are reported
+beside the held-out ones in docs/internals/evaluation-code.md.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import json
 import re
 
 from memory_core.index import fts
+from memory_core.store.db import sqlite3
 
 # a word starting more than this share of the components' names is the project's own
 # prefix or a generic head ("axios", "middleware" in a middleware package): optional
@@ -118,7 +122,7 @@ def has_index(conn) -> bool:
     """Whether the store holds a code index with at least one component."""
     try:
         return conn.execute("SELECT 1 FROM code_defs WHERE component = 1 LIMIT 1").fetchone() is not None
-    except Exception:  # an older store without the code tables
+    except sqlite3.OperationalError:  # a store opened without the migrations (no code tables)
         return False
 
 
