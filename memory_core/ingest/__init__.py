@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import time
 
+from memory_core.delivery import exists
 from memory_core.errors import StoreError
 from memory_core.index import docfreq
 from memory_core.ingest import store, watermark
@@ -93,6 +94,8 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
         t0 = run.clock()
         try:
             INGESTERS[name](run, rep)
+            if name == "code":  # what the prompt hook's code leg would count per prompt
+                exists.refresh_common(conn)
         except BudgetExhausted:
             stopped_at = name
         rep.elapsed_s = run.clock() - t0

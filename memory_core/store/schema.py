@@ -533,6 +533,31 @@ CREATE TRIGGER code_defs_fts_ad AFTER DELETE ON code_defs WHEN old.component = 1
     DELETE FROM code_fts WHERE rowid = old.id;
 END;
 """),
+    (10, "the code's documented public functions, for a build prompt to find what exists", """
+-- memory_core.delivery.exists reads this beside code_fts: a Go middleware (Compress,
+-- Throttle) or a JavaScript helper (toFormData) is an exported, documented function, not a
+-- component, and still what a prompt proposing to build it re-proposes. A function named as
+-- its exported module counts as exported (`export default formDataToJSON;` in
+-- formDataToJSON.js). Kept by triggers in the transaction that writes the definition (a
+-- file's module row is written before its functions); methods are left out (their class
+-- speaks).
+CREATE VIRTUAL TABLE code_api_fts USING fts5(words, doc, tokenize='porter unicode61');
+INSERT INTO code_api_fts(rowid, words, doc)
+    SELECT id, words, doc FROM code_defs AS d
+    WHERE component = 0 AND kind = 'function' AND coalesce(doc, '') != '' AND (exported = 1 OR EXISTS (
+        SELECT 1 FROM code_defs m WHERE m.path = d.path AND m.kind = 'module' AND m.name = d.name
+        AND m.exported = 1));
+CREATE TRIGGER code_defs_api_ai AFTER INSERT ON code_defs
+    WHEN new.component = 0 AND new.kind = 'function' AND coalesce(new.doc, '') != '' AND (new.exported = 1
+        OR EXISTS (SELECT 1 FROM code_defs m WHERE m.path = new.path AND m.kind = 'module'
+                   AND m.name = new.name AND m.exported = 1))
+BEGIN
+    INSERT INTO code_api_fts(rowid, words, doc) VALUES (new.id, new.words, new.doc);
+END;
+CREATE TRIGGER code_defs_api_ad AFTER DELETE ON code_defs WHEN old.component = 0 AND old.kind = 'function' BEGIN
+    DELETE FROM code_api_fts WHERE rowid = old.id;
+END;
+"""),
 ]
 
 LATEST = MIGRATIONS[-1][0]
