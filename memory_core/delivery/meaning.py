@@ -83,7 +83,7 @@ def agree(conn, cfg, prompt: str, offered: list, trace, query: list[float] | Non
     cascade's list of (arith, row, block, evidence); `query` is the prompt's vector when the
     rescue already has it. On any embedding failure every block is kept (the lexical
     decision stands) and the record says why."""
-    from memory_core.index.embed import EmbedError, log_degradation_once
+    from memory_core.index.embed import EmbedError
     from memory_core.index.vectors import embed_text
 
     icfg = cfg["injection"]
@@ -102,7 +102,7 @@ def agree(conn, cfg, prompt: str, offered: list, trace, query: list[float] | Non
         try:
             vectors = _embed(cfg, texts, trace, budget) if texts else []
         except EmbedError as exc:
-            log_degradation_once(conn, exc.reason, str(exc)[:300], component=COMPONENT)
+            _log(conn, exc)
             record.update({"status": "degraded", "reason": exc.reason})
             span.update({"memhealth.meaning.status": "degraded", "memhealth.meaning.reason": exc.reason})
             return offered, record
@@ -124,6 +124,15 @@ def agree(conn, cfg, prompt: str, offered: list, trace, query: list[float] | Non
     return kept, record
 
 
+def _log(conn, exc) -> None:
+    """One degradations row per process and reason; a skip by the open circuit is the failure
+    already logged, not a new one."""
+    from memory_core.index.embed import log_degradation_once
+
+    if exc.reason != "circuit_open":
+        log_degradation_once(conn, exc.reason, str(exc)[:300], component=COMPONENT)
+
+
 def _embed(cfg, texts: list[str], trace, budget: float) -> list[list[float]]:
     from memory_core.index.embed import OllamaClient
 
@@ -139,7 +148,7 @@ def rescue(conn, cfg, prompt: str, entries: list, trace) -> tuple[tuple | None, 
     word gate: the one with the highest cosine, if it reaches
     `[injection].meaning_rescue_threshold`. `entries` are (arith, row) of DO-NOT-REBUILD
     entries. Returns ((arith, row) or None, the prompt's vector or None, the record)."""
-    from memory_core.index.embed import EmbedError, log_degradation_once
+    from memory_core.index.embed import EmbedError
     from memory_core.index.vectors import embed_text
 
     icfg = cfg["injection"]
@@ -152,7 +161,7 @@ def rescue(conn, cfg, prompt: str, entries: list, trace) -> tuple[tuple | None, 
         try:
             vectors = _embed(cfg, [prompt] + [embed_text(r[6], r[7]) for r in missing], trace, timeout_s(cfg))
         except EmbedError as exc:
-            log_degradation_once(conn, exc.reason, str(exc)[:300], component=COMPONENT)
+            _log(conn, exc)
             record.update({"status": "degraded", "reason": exc.reason})
             span.update({"memhealth.meaning.status": "degraded", "memhealth.meaning.reason": exc.reason})
             return None, None, record
