@@ -1,5 +1,5 @@
 """16 concurrent hook processes: lost heartbeat rows, lock errors, and p50/p99 wall time as
-ratios to the interpreter floor measured in the same run (DESIGN.md, Performance)."""
+ratios to the interpreter floor measured in the same run (docs/internals/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -89,9 +89,8 @@ def summary_line(report, coverage: tuple[int, int] | None = None) -> str:
 
 
 def run(args) -> int:
-    import json
 
-    from memhealth.cliutil import open_project
+    from memhealth.cliutil import emit_json, open_project
     from memory_core.ingest import resolve_sources, run_ingest
     from memory_core.outbox.spans import command_trace
 
@@ -118,7 +117,7 @@ def run(args) -> int:
             data["vectors"].update({"with_vector": coverage[0], "chunks": coverage[1]})
         if capture is not None:
             data["capture"] = capture.to_dict()
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        emit_json(data)
     else:
         print(summary_line(report, coverage))
         if capture is not None and (capture.items_done or capture.stopped or capture.pending_work

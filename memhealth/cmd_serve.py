@@ -1,5 +1,5 @@
 """`memhealth serve`: the console at /, /metrics, /healthz and /alerts on loopback, plus
-scheduled probes and the OTLP exporter (telemetry/serve.py, telemetry/console.py)."""
+scheduled probes and the OTLP exporter (telemetry/serve.py, telemetry/console/)."""
 
 from __future__ import annotations
 

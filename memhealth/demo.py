@@ -132,7 +132,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         body = {"session_id": SESSION, "transcript_path": transcript, "cwd": root,
                 "hook_event_name": event, "permission_mode": "default",
                 **{k: v for k, v in fields.items() if not k.startswith("_")}}
-        if event == "post-tool":  # what Claude Code sends after a Read (REFERENCE §1b)
+        if event == "post-tool":  # what Claude Code sends after a Read (observed with the real CLI)
             path = os.path.join(root, fields["tool_input"]["file_path"])
             with open(path, encoding="utf-8") as fh:
                 content = fh.read()
@@ -198,8 +198,8 @@ def _capture_and_triage(cmd: list[str], root: str, transcript: str, out) -> list
     listing = subprocess.run(cmd + ["triage", "--json", "--project", root], capture_output=True, text=True,
                              timeout=120)
     try:
-        pending = json.loads(listing.stdout) if listing.returncode == 0 else []
-    except ValueError:
+        pending = json.loads(listing.stdout)["candidates"] if listing.returncode == 0 else []
+    except (ValueError, KeyError, TypeError):
         pending = []
     out(f"[4/5] capture and triage: session end proposed {len(pending)} candidate(s) from the transcript "
         "(`memhealth triage`):")

@@ -1,6 +1,6 @@
 """`memhealth hook EVENT`: the Claude Code hook protocol around the event handlers.
 
-Contract (DESIGN.md): append a "started" line to the project's start journal before
+Contract (docs/concepts/hooks.md): append a "started" line to the project's start journal before
 anything can block (memory_core.outbox.journal), read the hook JSON from stdin within a deadline,
 find the project from `cwd`, write a heartbeat row marked started before any work, run the
 event's handler, emit context as `hookSpecificOutput.additionalContext` (never over 10,000
@@ -35,7 +35,7 @@ EVENTS = {
 }
 # Events whose JSON output may carry hookSpecificOutput.additionalContext.
 CONTEXT_EVENTS = frozenset({"session-start", "prompt", "pre-tool", "post-tool"})
-MAX_CONTEXT_CHARS = 10_000  # Claude Code's cap on injected text (REFERENCE §1)
+MAX_CONTEXT_CHARS = 10_000  # Claude Code's cap on injected text (Claude Code's hooks documentation)
 MAX_STDIN_BYTES = 16 * 1024 * 1024  # a prompt beyond this is cut, not read forever
 STDIN_DEADLINE_S = 2.0  # Claude Code closes stdin right after the payload; every timeout is >= 5 s
 
@@ -172,7 +172,7 @@ def neutralize(text: str) -> str:
 
 def emit(event: str, text: str, notice: str | None = None) -> None:
     """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller.
-    `notice` goes to `systemMessage`: shown to the user, not the model (REFERENCE §1)."""
+    `notice` goes to `systemMessage`: shown to the user, not the model (Claude Code's hooks documentation)."""
     from memory_core.text import clean, clip
 
     text = clip(neutralize(clean(text)), MAX_CONTEXT_CHARS)

@@ -1,4 +1,4 @@
-"""Conventions shipped as files (paper §3.5): what `memhealth init` installs, never
+"""Conventions shipped as files (Memory as Infrastructure §3.5): what `memhealth init` installs, never
 overwriting what exists; `memhealth init --no-templates` skips them.
 
     .memhealth/memory/MEMORY.md         the index: one line per memory, a `## LATEST` resume anchor

@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
 SEVERITIES = ("page", "ticket", "note")
-# Alertmanager / mixin severities → ours (REFERENCE §10: critical = page, warning = ticket,
+# Alertmanager / mixin severities → ours (the kubernetes-mixin convention: critical = page, warning = ticket,
 # info = not routed). An unknown severity is a ticket: paging must be declared.
 SEVERITY_MAP = {"critical": "page", "page": "page", "error": "page",
                 "warning": "ticket", "ticket": "ticket",

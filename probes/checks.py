@@ -20,7 +20,7 @@ from memory_core.store.meta import set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 from telemetry.slo import EXPORT_MAX_LAG_S  # shared with the MemhealthExporterDown rule
 
-MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
+MEMORY_MAX_LINES = 280  # the reference harness's MEMORY.md size check
 MEMORY_MAX_BYTES = 90_000
 ANCHOR_MAX_AGE_S = 7 * 86400
 FTS_FULL_CHECK_MAX_CHUNKS = 200_000  # above this, parity counts stand in for the full scan

@@ -4,7 +4,7 @@ requests, telling apart failures that need different fixes.
     result = embedding_path(ev)      # CheckResult with .state in STATES
     result.extra                     # {"probe_s": 0.012, "warmup_s": 0.0}
 
-Sequence (REFERENCE §4.2, §7; one request when healthy, where the reference makes three):
+Sequence (one request when healthy, where the paper's reference harness makes three):
   1. Only when a fallback model is configured: GET /api/tags, then the fallback is checked
      without loading it: installed, and its width from /api/show model_info
      "<arch>.embedding_length" equals [embedding].dim → else fallback_mismatch
@@ -130,7 +130,7 @@ def embedding_path(ev) -> CheckResult:
                                "model_missing", t0)
             if exc.reason != "timeout":
                 return _failure(exc, e, t0)
-        # one warm-up retry: a cold model is loading, not dead (paper §3.4). Inside a hook
+        # one warm-up retry: a cold model is loading, not dead (Memory as Infrastructure §3.4). Inside a hook
         # (a deadline is set) there is none: the hook spends one bounded attempt and leaves
         # the verdict to `memhealth gate` and serve's probe, which can wait the warm-up out
         full_s = warm_s = float(e["warmup_timeout_s"])

@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover
 from memory_core.store.db import write
 from probes.result import OPERATOR, CheckResult, green, note, red
 
-REPEATS = 3  # the same render in this many distinct sessions (REFERENCE §4.1 check 9)
+REPEATS = 3  # the same render in this many distinct sessions (the reference harness's render-repeat check)
 WINDOW = 200  # rows of history the check looks at
 KEEP = 1000  # rows kept in the table
 

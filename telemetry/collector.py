@@ -8,7 +8,7 @@ A scrape never scans raw heartbeat, span or decision rows: counters and histogra
 from the `rollups` table that writers keep current, gauges from small tables (watermarks,
 the latest gate run, meta) and two indexed counts (chunks per source, outbox backlog by
 primary-key range). `describe()` is defined so registering the collector never queries
-SQLite (REFERENCE §9: without it the registry calls `collect()` at registration).
+SQLite (without it prometheus_client's registry calls `collect()` at registration).
 
 `read_families()` is the library part (standard library only); the OTLP metric export in
 `telemetry.export` reads the same families, so both views always agree.

@@ -17,7 +17,7 @@ those never exported are counted in `memhealth_outbox_dropped_spans_total{reason
 
 Every run makes at most one failing network call, bounded by `telemetry.export_timeout_s`
 passed as the exporter's constructor `timeout=` (OTEL_EXPORTER_OTLP_TIMEOUT is seconds in
-Python but milliseconds in the spec; REFERENCE §8). Other OTEL_* variables (headers,
+Python but milliseconds in the OpenTelemetry spec). Other OTEL_* variables (headers,
 compression, endpoint, service name, resource attributes) are honoured.
 """
 

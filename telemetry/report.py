@@ -325,7 +325,7 @@ def render_text(data: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-# --- the ablation protocol (memhealth ablation; paper §8) --------------------------------
+# --- the ablation protocol (memhealth ablation; Memory as Infrastructure §8) --------------------------------
 
 ABLATION_BLOCKS = {"dnr": "DO-NOT-REBUILD", "dead_end": "DEAD-END"}
 SMALL_ARM = 30  # prompts per arm under which a difference is anecdote, not evidence

@@ -606,26 +606,16 @@ def _multi_handler(app: MultiServe):
 
         do_HEAD = do_GET
 
-        def _body(self, limit: int) -> bytes | None:
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if length < 0 or length > limit:
-                self.close_connection = True  # the unread body must not be parsed as a request
-                return None
-            return self.rfile.read(length)
-
         def do_POST(self):
             from telemetry.console import POST_ROUTES
 
             path = self.path.split("?", 1)[0]
             if path == "/alerts":
-                body = self._body(MAX_ALERT_BODY)
+                body, status = self._read_body(MAX_ALERT_BODY)
                 if body is None:
                     app.sink.append({"ts": time.time(), "decision": "rejected",
                                      "error": f"bad Content-Length {self.headers.get('Content-Length')!r}"})
-                    self._json(400, {"error": "bad or oversized body"})
+                    self._json(status, {"error": "bad or oversized body"})
                     return
                 code, obj = app.alerts(body)
                 self._json(code, obj)
@@ -637,9 +627,9 @@ def _multi_handler(app: MultiServe):
                     return
                 target, action = found
                 if action in POST_ROUTES:
-                    body = self._body(MAX_FORM_BODY)
+                    body, status = self._read_body(MAX_FORM_BODY)
                     if body is None:
-                        self._send(400, b"bad or oversized form\n", "text/plain")
+                        self._send(status, b"bad or oversized form\n", "text/plain")
                         return
                     self._console(target.console().post(action, body, self.headers))
                     return

@@ -44,7 +44,7 @@ def test_a_command_module_that_is_missing_fails_loudly(monkeypatch):
     (["serve", "--allow"], "unrecognized arguments: --allow"),  # never a prefix of --allow-remote
     (["search", "x", "--js"], "unrecognized arguments: --js"),
     (["embed", "--batch", "0"], "argument --batch: must be positive, not 0"),
-    (["search", "x", "--k", "0"], "argument --k: must be positive, not 0"),
+    (["search", "x", "--k", "0"], "argument --limit/--k: must be positive, not 0"),
     (["ingest", "--budget-s", "-1"], "argument --budget-s: must be positive, not -1"),
     (["report", "--days", "nan"], "argument --days: 'nan' is not a finite number"),
     (["embed", "--batch", "many"], "argument --batch: 'many' is not a number"),

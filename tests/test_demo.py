@@ -1,14 +1,18 @@
-"""`memhealth demo`, the README's main job, run as a user runs it."""
+"""`memhealth demo`, the quick start's main job, run as a user runs it."""
 
 from __future__ import annotations
 
 import json
 import re
 
+import pytest
+
 # The same SQLite library as the code under test: two libraries in one process release
 # each other's POSIX locks on close, and a WAL database can then read as malformed.
 from memory_core.store.db import sqlite3
 from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 
 def test_the_demo_drives_a_session_through_the_real_hooks_and_reports(tmp_path):

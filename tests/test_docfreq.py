@@ -1,5 +1,5 @@
 """Counts kept on write and bounded document frequencies: the prompt's relevance check reads
-the same amount of the store at 4x the chunks (issue 13: linear growth on the hook path is a
+the same amount of the store at 4x the chunks (linear growth on the hook path is a
 defect). Work is counted in SQLite VM steps, not time, so a busy machine cannot move it."""
 
 from __future__ import annotations

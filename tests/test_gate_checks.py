@@ -197,7 +197,7 @@ def test_kept_chunk_counts_that_drift_are_red_on_the_daily_scan(proj):
 
 
 def test_the_gate_reads_the_same_at_four_times_the_chunks(tmp_path, monkeypatch):
-    """Outside the daily scan no check reads the whole store (issue 13): the work every run
+    """Outside the daily scan no check reads the whole store: the work every run
     does, counted in SQLite VM steps, is the same at 4x the chunks."""
     from memory_core.store.db import write
 
@@ -300,7 +300,7 @@ def test_a_render_frozen_while_its_own_inputs_moved_is_red(proj):
 
 
 def test_the_same_render_while_only_the_rest_of_the_corpus_moved_is_green(proj):
-    """A doc edit and a re-ingest move the corpus, not the render's inputs (issue 10)."""
+    """A doc edit and a re-ingest move the corpus, not the render's inputs."""
     root, conn = proj
     _decision(conn, 0)
     for i, sid in enumerate(["a", "b", "c", "d"]):

@@ -1,6 +1,6 @@
 """Every alarm is actionable: for each gate check, produce its RED for real, apply its FIX as
 printed (the command it names, through the real CLI; or the config or file edit it names),
-and show the next `memhealth gate` is no longer RED for it (issue 10, "A fix clears its RED").
+and show the next `memhealth gate` is no longer RED for it ("a fix clears its RED").
 
 A RED about a past event (a hook that did not fire, a webhook delivery that failed) says
 when it happened and offers `memhealth gate --ack CHECK`; the acknowledgement clears that

@@ -1,4 +1,4 @@
-"""DEAD-END blocks (issue 12): a confirmed dead-end record re-proposed on build or decide
+"""DEAD-END blocks: a confirmed dead-end record re-proposed on build or decide
 intent, its own per-session cap, `status: confirmed` read at ingest, and relevance measured
 over the curated sources so a dead end does not fade as its re-proposals pile up in
 transcripts. Records are written by memory_core.records.triage.render_record (the file `memhealth

@@ -1,4 +1,4 @@
-"""STALE-CLAIM blocks (issue 12): an item whose claim the tree refutes — an inventory entry
+"""STALE-CLAIM blocks: an item whose claim the tree refutes — an inventory entry
 whose `path:` is gone, a confirmed record whose file changed after it was recorded — is
 delivered as a warning naming what changed, never as DO-NOT-REBUILD or DEAD-END. Checked at
 prompt time with one os.stat per chosen item's path; real stores built by the real

@@ -1,4 +1,4 @@
-"""The span outbox with no exporter stays bounded (issue 10): by age
+"""The span outbox with no exporter stays bounded: by age
 ([telemetry].retention_days) and rows ([telemetry].outbox_max_rows), pruned by the gate (each
 session start, each `memhealth gate`) and not by the per-prompt hooks, every dropped span
 counted; the telemetry check is silent unless an exporter is configured and failing."""

@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 
 def test_the_wheel_holds_every_package_the_sample_project_and_the_runbook(wheel):
     archive = zipfile.ZipFile(wheel)

@@ -37,6 +37,8 @@ from tests.test_prometheus_e2e import (
 from tests.test_serve import ServeProcess
 from tests.test_serve_all import ServeAll, _init, _prompts
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 AGENT_CONFIG = os.path.join(REPO, "compose", "team", "prometheus-agent.yml")
 CENTRAL_CONFIG = os.path.join(REPO, "compose", "team", "prometheus-central.yml")
 TEAM_AM = os.path.join(REPO, "compose", "team", "alertmanager.yml")

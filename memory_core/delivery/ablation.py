@@ -1,4 +1,4 @@
-"""The ablation protocol's schedule (paper §8): which arm is in force when, decided at start.
+"""The ablation protocol's schedule (Memory as Infrastructure §8): which arm is in force when, decided at start.
 
     sched = plan("injection-off", days=6, start_ns=now)   # alternating 24 h days, ablated first
     register(conn, sched)                                  # inside a write transaction

@@ -6,7 +6,7 @@ touches, which compiled cues that fires, and the delivery and audit rows it writ
     out = ev.deliver(ev.match_paths(files, dirs) + ev.match_symbols(text), why="first touch of ...")
     ev.write()          # audit rows and rollups; deliver() decided dedup under the write lock
 
-Rules (DESIGN.md "Injection"): an item is delivered once per session and epoch; PreCompact
+Rules (docs/concepts/cues.md): an item is delivered once per session and epoch; PreCompact
 starts a new epoch, so the first touch after a compaction delivers again; every delivered
 item carries its provenance; every evaluation leaves an audit row (fired, or skipped with
 no_match | deduped | expired | over_budget | ablation | inactive). Reads only indexed rows

@@ -14,7 +14,7 @@ their summed IDF at least `idf_sum_threshold`, and one of them at least `distinc
 IDF is counted over those curated sources too once they hold 50 chunks: each re-proposal
 of a dead end is ingested as a transcript chunk, and counted there it would make the dead
 end's words commoner exactly as it recurs (fewer curated chunks: over the whole index).
-Below 50 chunks in all IDF says little, so only the overlap count applies (REFERENCE §4.4).
+Below 50 chunks in all IDF says little, so only the overlap count applies (as in the paper's reference harness).
 
 What may be DO-NOT-REBUILD or DEAD-END is decided by the item, not the intent
 (`entry_block`): subsystem inventory entries (memory of kind `subsystem`) are
@@ -62,7 +62,7 @@ BM25_UNBOUNDED_MAX = 50_000
 QUERY_POSTINGS = 32_768
 CANDIDATES = 10
 MAX_ITEMS = 2
-# What the entry leg scores: inventory entries (DO-NOT-REBUILD) and (issue 12) dead-end
+# What the entry leg scores: inventory entries (DO-NOT-REBUILD) and dead-end
 # records in a confirmed state (DEAD-END). A confirmed decision stays lineage.
 DNR_KINDS = frozenset({"subsystem"})
 DEAD_END_KINDS = frozenset({"dead-end", "dead_end"})
@@ -79,7 +79,7 @@ MAX_DNR = 1                        # one DO-NOT-REBUILD per prompt: the entry it
 
 
 # The request's verb is not its topic: "write", "implement", "should" say nothing about which
-# subsystem a prompt is about (REFERENCE §4.4 drops such tokens too).
+# subsystem a prompt is about (the paper's reference harness drops such tokens too).
 INTENT_WORDS = frozenset(w for v in (BUILD, DECISION, INVESTIGATION)
                          for p in (*v.words, *v.phrases) for w in p.split())
 # A qualifier run stops at a stopword, an intent verb or a quantifier ("several tasks" asks
@@ -426,7 +426,7 @@ def entry_relevance(prompt_stems: set[str], topic_toks, row, idf, icfg, small: b
     """Is this inventory entry what the prompt proposes to build? The prompt must name it
     (every word of its name or of one alias, and one more shared word; or half its name and
     two more), or share `min_matches` distinctive words with it whose IDF sum reaches
-    `idf_sum_threshold` (REFERENCE §4.4); under MIN_IDF_CORPUS chunks, `min_matches` words. `topic_toks` are the
+    `idf_sum_threshold`; under MIN_IDF_CORPUS chunks, `min_matches` words. `topic_toks` are the
     prompt's words minus its intent verbs, one per stem.
 
     The code identifiers an entry lists (`verify=`, `follow_redirects`, `DigestAuth`) are
@@ -724,7 +724,7 @@ def _apply_caps(conn, offered, session_id, icfg):
     return chosen
 
 
-# STALE-CLAIM (issue 12): memory that is wrong is as harmful as memory that is missing. An
+# STALE-CLAIM: memory that is wrong is as harmful as memory that is missing. An
 # item whose claim about the tree can be checked cheaply (one os.stat per path it names, never
 # a walk) and fails is delivered as a warning naming what changed, never as DO-NOT-REBUILD.
 RECORD_KINDS = frozenset({"decision", "dead_end", "dead-end", "correction"})
@@ -929,7 +929,7 @@ def _prose(content: str) -> str:
 
 def _quoted(title: str) -> str:
     """A title in double quotes, safely: one line, and no '"' inside to end the quotes early
-    (a memory file's name is text anyone could have written; issue 9)."""
+    (a memory file's name is text anyone could have written)."""
     return '"' + " ".join(str(title).split()).replace('"', "'") + '"'
 
 

@@ -5,7 +5,7 @@
 
 Matching is on word boundaries, never substrings: the reference design's substring test let
 "recreate" match "create". Machine-turn shapes are the full list seen in real transcripts
-(REFERENCE.md §2), matched as prefixes after leading whitespace, because UserPromptSubmit
+(Claude Code's transcript format), matched as prefixes after leading whitespace, because UserPromptSubmit
 sees only the prompt string (no isMeta flag).
 """
 

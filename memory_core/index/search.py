@@ -26,7 +26,7 @@ from memory_core.text import clean, clip
 
 RRF_K = 60
 SNIPPET_CHARS = 240
-MAX_QUERY_CHARS = 16384  # REFERENCE §4.4: longer prompts are cut before tokenising/embedding
+MAX_QUERY_CHARS = 16384  # longer prompts are cut before tokenising/embedding
 # degraded reasons that get no degradation row (see the module docstring)
 _QUIET = frozenset({"not_configured", "no_vectors", "circuit_open"})
 

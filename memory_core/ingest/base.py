@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from memory_core.errors import MemoryCoreError
 
-# REFERENCE §4.6: signal weights by source (default 10).
+# Signal weights by source (default 10), as in the paper's reference harness.
 SIGNAL_WEIGHTS: dict[str, float] = {"docs": 10.0, "memory": 40.0, "ledger": 30.0,
                                     "transcript": 10.0, "git": 15.0}
 SOURCES: tuple[str, ...] = ("docs", "memory", "ledger", "transcript", "git")

@@ -9,7 +9,7 @@
 
 The name is the title (joined with the heading path when the body has headings); the
 description leads the first chunk so both retrieval legs see it. Memory outranks docs
-(signal weight 40 vs 10, REFERENCE §4.6).
+(signal weight 40 vs 10).
 
 The subsystem inventory is memory of kind `subsystem`, in either of two shapes:
 

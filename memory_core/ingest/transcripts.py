@@ -2,7 +2,7 @@
 
     ingest_transcripts(run, report)   # [ingest].transcripts: "auto", directories, files
 
-What becomes memory, and what does not (REFERENCE §2 lists the record shapes):
+What becomes memory, and what does not (Claude Code's transcript record shapes; tests/fixtures/transcripts has real ones):
 
 - kept: user text the human typed (kind "prompt"); assistant `text` blocks (kind "reply");
   a subagent's own `text` blocks (kind "subagent", see below).
@@ -32,7 +32,7 @@ What becomes memory, and what does not (REFERENCE §2 lists the record shapes):
 (set from a hook's transcript_path, which names the real directory), then
 `~/.claude/projects/<slug>` (or `$CLAUDE_CONFIG_DIR/projects/<slug>`) for the slugs Claude
 Code is known to derive from the project path. Real directories keep the path's case
-(REFERENCE §2, "Slug caveat"); the lowercased slug of the reference installer is not tried.
+(Claude Code's project-directory slug); the lowercased slug of the reference installer is not tried.
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ class command_trace:
     """The spans of one CLI command, written to the outbox when the block ends, error or not;
     telemetry never fails the command.
 
-        with command_trace(conn, "memhealth ingest", **{"memhealth.sources": "docs"}) as trace:
+        with command_trace(conn, "memhealth ingest", **{"memhealth.ingest.sources": "docs"}) as trace:
             run_ingest(conn, root, cfg, trace=trace)
     """
 

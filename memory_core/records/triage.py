@@ -32,7 +32,7 @@ from memory_core.store.layout import MEMORY_DIR, RECORDS_DIR, STATE_DIR
 from memory_core.store.tx import write
 
 ACTIONS = ("confirm", "reject", "retitle", "merge")
-# lineage (issue 12): a confirmed decision may replace an earlier one on the same subject;
+# lineage: a confirmed decision may replace an earlier one on the same subject;
 # both files carry the link, by candidate id, and the injection cascade shows the thread
 LINK_KEYS = ("supersedes", "superseded_by")
 LINEAGE_KIND = "decision"

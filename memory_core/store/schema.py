@@ -171,7 +171,7 @@ CREATE TABLE gate_runs (
     duration_ms REAL
 );
 CREATE TABLE gate_checks (
-    run_id      INTEGER NOT NULL REFERENCES gate_runs(id),
+    run_id      INTEGER NOT NULL references gate_runs(id),
     name        TEXT NOT NULL,
     status      TEXT NOT NULL,        -- green | note | red
     state       TEXT,

@@ -24,6 +24,8 @@ from tests.e2e.harness import hook_env, memhealth_argv, settled_capture_outcomes
 from tests.e2e.messages_api import text, tool_use
 from tests.e2e.reached import hook_blocks, position, request_with
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 BUILD_PROMPT = ("Let's build a new ledger writer that batches appends and dedupes them by "
                 "idempotency key")
 DEAD_END = "I tried running the WAL checkpoint inside append() and it was slower: every append stalled behind it."
@@ -60,7 +62,7 @@ def capture_session(world) -> None:
     world.run(CORRECTION, [[text(DECISION)]], resume=world.sid)
     # two SessionEnds, two detached workers: both must have finished before triage is read
     world.outcomes = settled_capture_outcomes(world.project.db_path, at_least=2)
-    world.listing = json.loads(memhealth(world.project.root, "triage", "--json").stdout)
+    world.listing = json.loads(memhealth(world.project.root, "triage", "--json").stdout)["candidates"]
 
 
 @pytest.fixture(scope="module")
@@ -158,13 +160,13 @@ def test_a_confirmed_dead_end_reaches_the_model_when_it_is_proposed_again(captur
     # both provenances: the record file, and the transcript line where it was said
     assert f"{dead['transcript']}:{dead['line']}" in block, block
     assert position(body, REPROPOSE) < position(body, "UserPromptSubmit hook additional context"), body
-    listing = json.loads(memhealth(captured.project.root, "triage", "--json", "--all").stdout)
+    listing = json.loads(memhealth(captured.project.root, "triage", "--json", "--all").stdout)["candidates"]
     assert {(c["kind"], c["state"]) for c in listing} == {("dead_end", "confirmed"), ("correction", "pending"),
                                                          ("decision", "pending")}, listing
     # the new session's own worker finished too (it found nothing new to propose)
     outcomes = settled_capture_outcomes(captured.project.db_path, at_least=sum(captured.outcomes.values()) + 1)
     assert set(outcomes) == {"ok"}, outcomes
-    assert json.loads(memhealth(captured.project.root, "triage", "--json").stdout) == \
+    assert json.loads(memhealth(captured.project.root, "triage", "--json").stdout)["candidates"] == \
         [c for c in listing if c["state"] == "pending"]
 
 

@@ -8,9 +8,13 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from tests.conftest import rows
 from tests.e2e.harness import PINNED
 from tests.e2e.reached import hook_blocks, position, request_with
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 VERDICT = re.compile(r"^MEMORY-HEALTH: (\d+)/(\d+) GREEN")
 BUILD_PROMPT = ("Let's build a new ledger writer that batches appends and dedupes them by "

@@ -1,326 +1,42 @@
-"""The console: pages `memhealth serve` shows a person at `/`, to see what memory holds, what
-it decided, and to triage what the capture proposed.
-
-    console = Console(app)                       # app: the Serve instance (project, cfg, port)
-    code, headers, body = console.get("/decisions", "outcome=injected", request_headers)
-    code, headers, body = console.post("/triage/confirm", form_bytes, request_headers)
-
-Pages (server-rendered HTML, no script, one inline stylesheet allowed by its CSP hash):
-- `/` Health: the latest gate run with every check and its FIX, the verdict history, hook
-  heartbeats per day (ok, error by reason, killed, open) and the last success per hook.
-- `/decisions`: every prompt's decision row, newest first, by keyset (`id < before`, 50 a
-  page: a deep page costs what the first does), filterable by outcome and session, with the
-  cascade's arithmetic from the detail JSON. Prompt text only when capture is opted in
-  ([injection].capture_content: the root span of the prompt's trace holds it), else its
-  hash and length.
-- `/memory`: memory chunks by source and kind with provenance, search (the same hybrid
-  search the hooks use), and the confirmed records with where they were said.
-- `/triage`: pending candidates with their transcript context; confirm, reject, retitle and
-  merge are POST forms calling memory_core.records.triage, exactly what `memhealth triage` calls.
-- `/alerts-budget`: the page budget per route in the current window, the digest of what
-  folded, and the alert decisions (`/alerts` is Alertmanager's webhook).
-
-Security (the store holds a month of someone's work; a web page in the same browser must
-not read or change it):
-- serve binds loopback (telemetry.serve.parse_listen);
-- every console request's Host must be the listen address (127.0.0.1:PORT, localhost:PORT,
-  [::1]:PORT or the bound literal): a DNS-rebinding page gets 421 and nothing runs;
-- state changes are POST only, each carrying a CSRF token in a form field: an HMAC of its
-  issue time under a per-process random secret, valid 12 h. A form field, not a cookie:
-  cookies are not isolated by port, so any other local server could set or read one. A POST
-  whose Origin (or Sec-Fetch-Site) says another site is refused as well;
-- every page carries a strict Content-Security-Policy (no script, no frames, forms to self),
-  nosniff, same-origin referrers and no-store; every value from the store is html.escape'd.
-"""
+"""The console's pages: Health, Decisions, Memory, Triage and Alerts, each a method that
+reads the store and returns (title, body HTML)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import html
-import json
-import os
-import secrets
 import time
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import urlencode
 
-PAGE_SIZE = 50
-MAX_FORM_BODY = 64 * 1024
-TOKEN_TTL_S = 12 * 3600
-HEARTBEAT_DAYS = 7
-GATE_HISTORY = 30
-CONTEXT_LINES = 2  # transcript lines shown either side of a candidate
-MAX_CONTEXT_SCAN = 200_000  # lines read at most to reach a candidate's line
-CLIP = 300
-MAX_ITEMS = 500  # memory items listed (a project has tens to hundreds)
-CURRENT = ' aria-current="page"'
-HERE_CLASS = ' class="here"'
-
-ROUTES = ("/", "/decisions", "/memory", "/triage", "/alerts-budget")
-POST_ROUTES = ("/triage/confirm", "/triage/reject", "/triage/retitle", "/triage/merge")
-NAV = (("/", "Health"), ("/decisions", "Decisions"), ("/memory", "Memory"), ("/triage", "Triage"),
-       ("/alerts-budget", "Alerts"))
-
-STYLE = """
-:root{color-scheme:light dark;--fg:CanvasText;--bg:Canvas;--muted:#5f6368;--line:#8884;
---red:#c62828;--green:#2e7d32;--note:#a15c00;--link:LinkText}
-@media (prefers-color-scheme:dark){:root{--muted:#a8adb3;--red:#ff8a80;--green:#81c784;--note:#ffb74d}}
-caption{text-align:left;padding:.2rem 0}
-body{margin:0;font:15px/1.45 system-ui,sans-serif;color:var(--fg);background:var(--bg)}
-header{border-bottom:1px solid var(--line);padding:.5rem 1rem;display:flex;gap:1.5rem;align-items:baseline;flex-wrap:wrap}
-header strong{font-size:1.1rem}
-nav ul{list-style:none;margin:0;padding:0;display:flex;gap:1rem;flex-wrap:wrap}
-nav a{padding:.2rem .4rem;border-radius:.25rem}
-nav a[aria-current=page]{font-weight:700;outline:2px solid var(--line)}
-main{padding:0 1rem 2rem;max-width:80rem}
-a{color:var(--link)}
-a:focus-visible,button:focus-visible,input:focus-visible,select:focus-visible,summary:focus-visible{outline:3px solid #1e88e5;outline-offset:2px}
-table{border-collapse:collapse;margin:.5rem 0 1rem;width:100%}
-th,td{border-bottom:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}
-th{font-weight:600}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-code,pre{font:13px/1.4 ui-monospace,monospace}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.25rem 0}
-.muted{color:var(--muted)}
-.red{color:var(--red);font-weight:700}.green{color:var(--green);font-weight:700}.note{color:var(--note);font-weight:700}
-.verdict{font-size:1.3rem;margin:.75rem 0}
-.card{border:1px solid var(--line);border-radius:.4rem;padding:.6rem .8rem;margin:.75rem 0}
-.card h3{margin:.1rem 0 .4rem;font-size:1rem}
-form.inline{display:inline-flex;gap:.4rem;align-items:center;margin:.2rem .6rem .2rem 0;flex-wrap:wrap}
-form.filters{display:flex;gap:.8rem;align-items:end;flex-wrap:wrap;margin:.5rem 0}
-form.filters label{display:flex;flex-direction:column;font-size:.85rem}
-input,select,button{font:inherit;padding:.2rem .4rem}
-button{cursor:pointer}
-.flash{border-left:4px solid var(--green);padding:.4rem .7rem;margin:.75rem 0}
-.flash.error{border-color:var(--red)}
-.context{border-left:3px solid var(--line);padding-left:.6rem;margin:.3rem 0}
-.context .here{font-weight:700}
-.pager{display:flex;gap:1rem;margin:.5rem 0}
-td ul{margin:0;padding-left:1rem}
-"""
-STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode("utf-8")).digest()).decode("ascii")
-CSP = (f"default-src 'none'; style-src 'sha256-{STYLE_HASH}'; img-src 'self'; form-action 'self'; "
-       "frame-ancestors 'none'; base-uri 'none'")
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",  # no-referrer would make a form POST send Origin: null
-    "Cache-Control": "no-store",
-}
+from telemetry.console.html import (
+    GATE_HISTORY,
+    HEARTBEAT_DAYS,
+    HERE_CLASS,
+    MAX_ITEMS,
+    PAGE_SIZE,
+    as_int,
+    cascade,
+    chunk_table,
+    clip,
+    cue_cell,
+    esc,
+    fmt,
+    line_span,
+    loads_detail,
+    provenance,
+    status_badge,
+    when,
+)
+from telemetry.console.queries import (
+    chunk_kind,
+    cue_evaluations,
+    has_table,
+    last_runs,
+    outcome_totals,
+    transcript_context,
+)
 
 
-def esc(value) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def when(ns) -> str:
-    if not ns:
-        return "—"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(int(ns) / 1e9)) + "Z"
-
-
-def clip(text, n: int = CLIP) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _qs(query: str) -> dict[str, str]:
-    return {k: v[0] for k, v in parse_qs(query or "", keep_blank_values=False).items() if v}
-
-
-def _int(value, default: int | None = None) -> int | None:
-    try:
-        return int(str(value).lstrip("#"))
-    except (TypeError, ValueError):
-        return default
-
-
-def status_badge(status: str) -> str:
-    cls = {"red": "red", "green": "green", "note": "note"}.get(status or "", "muted")
-    return f'<span class="{cls}">{esc((status or "?").upper())}</span>'
-
-
-class Page:
-    """What a handler returns: status, extra headers, body."""
-
-    __slots__ = ("code", "headers", "body")
-
-    def __init__(self, code: int, body: bytes, headers: dict | None = None):
-        self.code = code
-        self.body = body
-        self.headers = {**SECURITY_HEADERS, "Content-Type": "text/html; charset=utf-8", **(headers or {})}
-
-    def as_tuple(self) -> tuple[int, dict, bytes]:
-        return self.code, self.headers, self.body
-
-
-def _text_page(code: int, message: str) -> Page:
-    page = Page(code, (message + "\n").encode("utf-8"))
-    page.headers["Content-Type"] = "text/plain; charset=utf-8"
-    return page
-
-
-class Console:
-    """The console of one project. `app` gives project, cfg, host and port (and, under
-    serve --all, `name`: the registered name shown instead of the directory's).
-
-    `prefix` is where its pages live: "" for single-project serve, "/p/<quoted name>" for a
-    project under serve --all. Every link, form action and redirect carries it, and a form
-    token is bound to it, so one project's form cannot act on another's store."""
-
-    def __init__(self, app, secret: bytes | None = None, prefix: str = ""):
-        self.app = app
-        self.secret = secret or secrets.token_bytes(32)  # per process: a restart voids old forms
-        self.prefix = prefix.rstrip("/")
-        self.base = esc(self.prefix)  # the prefix as it goes into an attribute
-
-    # -- request checks --------------------------------------------------------------------
-
-    def allowed_hosts(self) -> set[str]:
-        port = self.app.port
-        hosts = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
-        host = self.app.host
-        hosts.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-        return hosts
-
-    def host_ok(self, headers) -> bool:
-        """DNS rebinding: a page on evil.example resolved to 127.0.0.1 sends Host: evil.example."""
-        host = (headers.get("Host") or "").strip().lower()
-        return host in self.allowed_hosts()
-
-    def token(self, now: float | None = None) -> str:
-        issued = str(int(time.time() if now is None else now))
-        return f"{issued}.{self._mac(issued)}"
-
-    def _mac(self, issued: str) -> str:
-        scope = f"console-post|{self.prefix}|{issued}" if self.prefix else f"console-post|{issued}"
-        return hmac.new(self.secret, scope.encode(), hashlib.sha256).hexdigest()
-
-    def token_ok(self, token: str | None, now: float | None = None) -> bool:
-        if not token or "." not in token:
-            return False
-        issued, _, mac = token.partition(".")
-        if not issued.isdigit():
-            return False
-        expected = self._mac(issued)
-        age = (time.time() if now is None else now) - int(issued)
-        return hmac.compare_digest(mac, expected) and -60 <= age <= TOKEN_TTL_S
-
-    def origin_ok(self, headers) -> bool:
-        """A browser names the page a POST came from; when it does, it must be this console."""
-        if (headers.get("Sec-Fetch-Site") or "").lower() == "cross-site":
-            return False
-        origin = headers.get("Origin")
-        if origin is None:
-            return True  # non-browser clients; the token still has to be right
-        return origin.lower() in {f"http://{h}" for h in self.allowed_hosts()}
-
-    # -- dispatch --------------------------------------------------------------------------
-
-    def get(self, path: str, query: str, headers) -> tuple[int, dict, bytes]:
-        if not self.host_ok(headers):
-            return _text_page(421, "misdirected request: the Host header is not this console's "
-                                   "listen address (DNS rebinding is refused)").as_tuple()
-        if path in POST_ROUTES:
-            page = _text_page(405, "this action changes the store: POST it from the triage form")
-            page.headers["Allow"] = "POST"
-            return page.as_tuple()
-        params = _qs(query)
-        render = {"/": self.health, "/decisions": self.decisions, "/memory": self.memory,
-                  "/triage": self.triage, "/alerts-budget": self.alerts}[path]
-        try:
-            conn = self._connect()
-        except Exception as exc:  # a missing or locked store is shown, not a stack trace
-            return Page(503, self._layout(path, "Store unavailable",
-                                          f"<p class=\"red\">The store cannot be opened: {esc(exc)}</p>")).as_tuple()
-        try:
-            title, body = render(conn, params)
-        except Exception as exc:  # a locked store or a bad row: a page that says so, not a dropped connection
-            return Page(500, self._layout(path, "Page failed", f"<p class=\"red\">{esc(type(exc).__name__)}: "
-                                                               f"{esc(str(exc)[:500])}</p><p>Reload to retry.</p>")).as_tuple()
-        finally:
-            conn.close()
-        return Page(200, self._layout(path, title, body)).as_tuple()
-
-    def post(self, path: str, body: bytes, headers) -> tuple[int, dict, bytes]:
-        if not self.host_ok(headers):
-            return _text_page(421, "misdirected request: the Host header is not this console's "
-                                   "listen address; nothing was changed").as_tuple()
-        if not self.origin_ok(headers):
-            return _text_page(403, "cross-site request refused; nothing was changed").as_tuple()
-        ctype = (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if ctype != "application/x-www-form-urlencoded":
-            return _text_page(415, "expected a form (application/x-www-form-urlencoded)").as_tuple()
-        try:
-            form = _qs(body.decode("utf-8"))
-        except UnicodeDecodeError:
-            return _text_page(400, "the form is not UTF-8; nothing was changed").as_tuple()
-        if not self.token_ok(form.get("csrf")):
-            return _text_page(403, "missing or stale form token (reload the page); nothing was changed").as_tuple()
-        action = path.rsplit("/", 1)[1]
-        cid = _int(form.get("id"))
-        if cid is None:
-            return self._after(f"{action}: no candidate id given", error=True)
-        extra: dict = {}
-        if action == "retitle":
-            extra["title"] = form.get("title", "")
-        elif action == "merge":
-            into = _int(form.get("into"))
-            if into is None:
-                return self._after(f"#{cid} merge: choose the candidate it repeats", error=True)
-            extra["into"] = into
-        return self._apply(action, cid, extra)
-
-    def _apply(self, action: str, cid: int, extra: dict) -> tuple[int, dict, bytes]:
-        from memory_core.records import triage
-
-        if action == "retitle" and not extra["title"].strip():
-            return self._after(f"#{cid} retitle: a title cannot be empty", error=True)
-        from memory_core.errors import MemoryCoreError
-
-        try:
-            conn = self._connect()
-        except MemoryCoreError as exc:
-            return self._after(f"#{cid} {action}: the store cannot be opened ({exc}); nothing was changed", error=True)
-        try:
-            line = triage.apply_one(conn, self.app.project.root, self.app.cfg, action, cid, extra)
-        except MemoryCoreError as exc:  # TriageError, or a locked store: the action did not apply
-            return self._after(f"#{cid} {action}: {exc}", error=True)
-        finally:
-            conn.close()
-        return self._after(line)
-
-    def _after(self, message: str, error: bool = False) -> tuple[int, dict, bytes]:
-        """Post/redirect/get: a reload never repeats the action."""
-        target = self.prefix + "/triage?" + urlencode({"error" if error else "done": message})
-        page = Page(303, f'<a href="{esc(target)}">back to triage</a>'.encode())
-        page.headers["Location"] = target
-        return page.as_tuple()
-
-    def _connect(self):
-        from memory_core.store.db import connect
-
-        return connect(self.app.project.db_path, create=False)
-
-    # -- layout ----------------------------------------------------------------------------
-
-    def _layout(self, path: str, title: str, body: str) -> bytes:
-        links = "".join(
-            f'<li><a href="{self.base}{href}"{CURRENT if href == path else ""}>{label}</a></li>'
-            for href, label in NAV)
-        project = getattr(self.app, "name", None) or os.path.basename(os.path.normpath(self.app.project.root))
-        page = ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-                "<meta name=\"color-scheme\" content=\"light dark\">"
-                f"<title>{esc(title)} · memhealth · {esc(project)}</title><style>{STYLE}</style></head><body>"
-                f"<header><strong>memhealth</strong><span class=\"muted\" title=\"{esc(self.app.project.root)}\">"
-                f"{esc(project)}</span><nav aria-label=\"Console pages\"><ul>{links}</ul></nav>"
-                + ("<a href=\"/\">All projects</a>" if self.prefix else "")
-                + "<a href=\"/runbook\">Runbook</a></header>"
-                f"<main id=\"main\"><h1>{esc(title)}</h1>{body}</main></body></html>\n")
-        return page.encode("utf-8")
+class Pages:
+    """Mixed into Console: `self.base` (the prefix as an attribute), `self.app`, `self.token()`."""
 
     # -- Health ----------------------------------------------------------------------------
 
@@ -337,7 +53,7 @@ class Console:
             head = (f"MEMORY-HEALTH: {green}/{total} GREEN ({red} RED)" if red
                     else f"MEMORY-HEALTH: {total}/{total} GREEN")
             out.append(f'<p class="verdict">{status_badge(verdict)} <strong>{esc(head)}</strong> '
-                       f'<span class="muted">run #{rid} at {when(ts)}, {esc(_fmt(ms))} ms</span></p>')
+                       f'<span class="muted">run #{rid} at {when(ts)}, {esc(fmt(ms))} ms</span></p>')
             checks = conn.execute(
                 "SELECT name, status, state, detail, fix, duration_ms FROM gate_checks WHERE run_id = ? "
                 "ORDER BY CASE status WHEN 'red' THEN 0 WHEN 'note' THEN 1 ELSE 2 END, name", (rid,)).fetchall()
@@ -348,7 +64,7 @@ class Console:
             for name, status, state, detail, fix, cms in checks:
                 out.append(f"<tr><td>{status_badge(status)}</td><th scope=\"row\">{esc(name)}</th>"
                            f"<td>{esc(state)}</td><td>{esc(detail)}</td><td>{esc(fix) if fix else '—'}</td>"
-                           f"<td class=\"num\">{esc(_fmt(cms))}</td></tr>")
+                           f"<td class=\"num\">{esc(fmt(cms))}</td></tr>")
             out.append("</tbody></table>")
         out.append("</section>")
 
@@ -420,7 +136,7 @@ class Console:
 
         outcome = params.get("outcome", "")
         session = params.get("session", "").strip()
-        before = _int(params.get("before"))
+        before = as_int(params.get("before"))
         where, args = [], []
         if outcome:
             where.append("outcome = ?")
@@ -462,7 +178,7 @@ class Console:
                    "<th scope=\"col\">Cascade</th><th scope=\"col\">Cues</th><th scope=\"col\" class=\"num\">ms</th>"
                    "</tr></thead><tbody>")
         for rid, ts, _hook, sid, phash, plen, oc, intent, ms, trace_id, detail_text in rows:
-            detail = _loads(detail_text)
+            detail = loads_detail(detail_text)
             text = texts.get(trace_id)
             if text is not None:
                 prompt = f"<q>{esc(clip(text, 200))}</q> <span class=\"muted\">({plen} chars)</span>"
@@ -475,7 +191,7 @@ class Console:
             out.append(f"<tr><td>{rid}</td><td>{when(ts)}</td><td>{session_link}</td><td>{prompt}</td>"
                        f"<td><span class=\"{cls}\">{esc(oc)}</span>{'<br><span class=muted>' + esc(intent) + '</span>' if intent else ''}</td>"
                        f"<td>{cascade(oc, detail)}</td><td>{cue_cell(cues_by_trace.get(trace_id, []))}</td>"
-                       f"<td class=\"num\">{esc(_fmt(ms))}</td></tr>")
+                       f"<td class=\"num\">{esc(fmt(ms))}</td></tr>")
         out.append("</tbody></table><nav class=\"pager\" aria-label=\"Pages of decisions\">")
         keep = {k: v for k, v in (("outcome", outcome), ("session", session)) if v}
         if before is not None:
@@ -488,10 +204,10 @@ class Console:
 
     def _cue_audit(self, conn, params, session: str) -> str:
         """Every cue evaluation (tool calls, session starts, prompts), newest first, by keyset."""
-        if not _has_table(conn, "cue_audit"):
+        if not has_table(conn, "cue_audit"):
             return ""
         cue = params.get("cue", "")
-        before = _int(params.get("cue_before"))
+        before = as_int(params.get("cue_before"))
         where, args = [], []
         if session:
             where.append("a.session_id = ?")
@@ -547,7 +263,7 @@ class Console:
         for trace_id, attrs in conn.execute(
                 f"SELECT trace_id, attributes FROM spans WHERE parent_span_id IS NULL AND trace_id IN ({marks})",
                 trace_ids):
-            text = _loads(attrs).get("memhealth.prompt.text")
+            text = loads_detail(attrs).get("memhealth.prompt.text")
             if isinstance(text, str):
                 found[trace_id] = text
         return found
@@ -557,7 +273,7 @@ class Console:
     def memory(self, conn, params) -> tuple[str, str]:
         q = params.get("q", "").strip()
         source = params.get("source", "")
-        before = _int(params.get("before"))
+        before = as_int(params.get("before"))
         # Counting reads the whole (source, path) index (~10 ms per 100,000 chunks): on request
         # only, so the page itself costs the same with 1,000 chunks as with 100,000.
         counts = []
@@ -593,9 +309,9 @@ class Console:
             legs = ", ".join(result.legs_answered) or "none"
             note = f"; vector leg: {esc(result.degraded)}" if result.degraded else ""
             out.append(f"<h2>Search: “{esc(q)}”</h2><p class=\"muted\">{len(hits)} hit(s), legs answered: {esc(legs)}{note}, "
-                       f"{esc(_fmt(result.timings.get('total_ms')))} ms</p>")
-            out.append('<section id="hits" aria-label="Search results">' + _chunk_table(
-                [(h.chunk_id, h.source, _kind(conn, h.chunk_id), h.path, h.lines, h.title, h.snippet, h.signal_weight,
+                       f"{esc(fmt(result.timings.get('total_ms')))} ms</p>")
+            out.append('<section id="hits" aria-label="Search results">' + chunk_table(
+                [(h.chunk_id, h.source, chunk_kind(conn, h.chunk_id), h.path, h.lines, h.title, h.snippet, h.signal_weight,
                   f"{h.score:.4f} ({'+'.join(h.legs)})") for h in hits], score=True) + "</section>")
         else:
             where, args = [], []
@@ -612,7 +328,7 @@ class Console:
             more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
             out.append("<h2>Chunks, newest first</h2>")
-            out.append(_chunk_table([(r[0], r[1], r[2], r[3], _lines(r[4], r[5]), r[6], clip(r[7], 240), r[8], None)
+            out.append(chunk_table([(r[0], r[1], r[2], r[3], line_span(r[4], r[5]), r[6], clip(r[7], 240), r[8], None)
                                      for r in rows]))
             keep = {"source": source} if source else {}
             out.append("<nav class=\"pager\" aria-label=\"Pages of chunks\">")
@@ -634,7 +350,7 @@ class Console:
                        "<th scope=\"col\">Statement</th><th scope=\"col\">Provenance</th><th scope=\"col\">File</th>"
                        "<th scope=\"col\">Confirmed</th></tr></thead><tbody>")
             for cid, kind, title, stmt, tr, line, sid, ts, role, path, decided in records:
-                prov = _provenance(tr, line, sid, ts, role)
+                prov = provenance(tr, line, sid, ts, role)
                 out.append(f"<tr><td>{cid}</td><td>{esc(kind)}</td><td>{esc(title)}</td><td>{esc(clip(stmt))}</td>"
                            f"<td>{esc(prov)}</td><td><code>{esc(path)}</code></td><td>{when(decided)}</td></tr>")
             out.append("</tbody></table>")
@@ -643,7 +359,7 @@ class Console:
     def _memory_items(self, conn) -> str:
         """Memory items (one per memory file, compiled at ingest): kind, triggers, provenance,
         state; pinned items and the resume anchor first."""
-        if not _has_table(conn, "memory_items"):
+        if not has_table(conn, "memory_items"):
             return ""
         from memory_core.items.compile import list_cues
 
@@ -725,7 +441,7 @@ class Console:
                 f'<h3 id="c{cid}-t">#{cid} <span class="muted">{esc(item["kind"])}</span> · {esc(item["title"])}</h3>'
                 f"<p>{esc(item['statement'])}</p>"
                 f"<p class=\"muted\">From {esc(triage.provenance(item))} · proposed {when(item['created_ns'])}</p>"
-                f"{_context_html(item)}"
+                f"{context_html(item)}"
                 + (f"<p>Also said:</p><ul>{also}</ul>" if also else "")
                 + f'<form class="inline" method="post" action="{self.base}/triage/confirm">{hidden}'
                 f'<button type="submit" name="confirm" aria-label="Confirm #{cid}">Confirm</button></form>'
@@ -783,7 +499,7 @@ class Console:
                    if digests else "<p>No digest sent yet (one goes out when the first alert of a new window "
                                    "arrives after anything folded).</p>")
         decision = params.get("decision", "")
-        before = _int(params.get("before"))
+        before = as_int(params.get("before"))
         where, args = [], []
         if decision:
             where.append("decision = ?")
@@ -820,198 +536,7 @@ class Console:
         return "Alerts", "".join(out)
 
 
-# -- helpers ---------------------------------------------------------------------------------
-
-def _has_table(conn, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
-
-
-def cue_evaluations(conn, trace_ids: list[str]) -> dict[str, list[tuple]]:
-    """The cue audit rows of these hook invocations (by the trace id a decision row shares)."""
-    if not trace_ids or not _has_table(conn, "cue_audit"):
-        return {}
-    marks = ",".join("?" * len(trace_ids))
-    found: dict[str, list[tuple]] = {}
-    for trace_id, trigger, name, outcome, reason in conn.execute(
-            "SELECT a.trace_id, a.trigger, m.name, a.outcome, a.reason FROM cue_audit a LEFT JOIN memory_items m "
-            f"ON m.id = a.item_id WHERE a.trace_id IN ({marks}) ORDER BY a.id", trace_ids):
-        found.setdefault(trace_id, []).append((trigger, name, outcome, reason))
-    return found
-
-
-def cue_cell(evaluations: list[tuple]) -> str:
-    if not evaluations:
-        return "—"
-    parts = []
-    for trigger, name, outcome, reason in evaluations[:8]:
-        label = f"{esc(name or 'no item')} ({esc(trigger)})"
-        parts.append(f'<span class="green">fired</span> {label}' if outcome == "fired"
-                     else f"skipped {label}{': ' + esc(reason) if reason else ''}")
-    more = f"<br><span class=muted>+{len(evaluations) - 8} more</span>" if len(evaluations) > 8 else ""
-    return "<br>".join(parts) + more
-
-
-def last_runs(conn, since_ns: int) -> list[tuple]:
-    """(hook, last ok end, ok count, last failure in the window or None) per hook. Counts
-    come from the invocation rollup and each "last" is one step down the (hook, started_ns)
-    index, so the page costs the same with a year of heartbeats as with a day."""
-    counts: dict[str, int] = {}
-    for labels, value in conn.execute("SELECT labels, value FROM rollups WHERE metric = "
-                                      "'memhealth_hook_invocations_total'"):
-        lab = _loads(labels)
-        hook = lab.get("hook")
-        if hook:
-            counts[hook] = counts.get(hook, 0) + (int(value) if lab.get("outcome") == "ok" else 0)
-    out = []
-    for hook in sorted(counts):
-        ok = conn.execute("SELECT ended_ns FROM heartbeats WHERE hook = ? AND outcome = 'ok' "
-                          "ORDER BY started_ns DESC LIMIT 1", (hook,)).fetchone()
-        bad = conn.execute("SELECT started_ns, outcome, reason FROM heartbeats WHERE hook = ? AND started_ns >= ? "
-                           "AND outcome IN ('error', 'killed') ORDER BY started_ns DESC LIMIT 1",
-                           (hook, since_ns)).fetchone()
-        out.append((hook, ok[0] if ok else None, counts[hook], bad))
-    return out
-
-
-def outcome_totals(conn) -> list[tuple[str, int]]:
-    """Decisions per outcome from the counter rollup the hooks keep on write: a GROUP BY over
-    100,000 rows would make the first page the slow one."""
-    totals = []
-    for labels, value in conn.execute("SELECT labels, value FROM rollups WHERE metric = "
-                                      "'memhealth_injection_decisions_total'"):
-        outcome = _loads(labels).get("outcome")
-        if outcome and value:
-            totals.append((str(outcome), int(value)))
-    return sorted(totals, key=lambda t: -t[1])
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.1f}" if value < 100 else f"{value:.0f}"
-    return str(value)
-
-
-def _loads(text) -> dict:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _kind(conn, chunk_id: int) -> str | None:
-    row = conn.execute("SELECT kind FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
-    return row[0] if row else None
-
-
-def _lines(start, end) -> str:
-    if start is None:
-        return ""
-    return str(start) if end in (None, start) else f"{start}-{end}"
-
-
-def _provenance(transcript, line, session, ts, role) -> str:
-    extra = ", ".join(x for x in (f"session {session}" if session else "", ts or "", role or "") if x)
-    return f"{transcript}:{line}" + (f" ({extra})" if extra else "")
-
-
-OUTCOME_MEANING = {
-    "no_intent": "no decision, debugging or recall intent in the prompt: retrieval not run",
-    "system_turn": "a harness turn, not the person: skipped",
-    "capped": "the session's injection cap was reached",
-    "error": "the cascade could not decide (store unavailable)",
-}
-
-
-def cascade(outcome: str, detail: dict) -> str:
-    """The cascade's arithmetic in a line or two: which gate stopped the prompt and by how much."""
-    parts = []
-    if "marker" in detail:
-        parts.append(f"system turn ({esc(detail['marker'])})")
-    if "tokens" in detail:
-        parts.append(f"{esc(detail['tokens'])} tokens")
-    small = bool(detail.get("small_corpus"))
-    if "corpus" in detail:
-        parts.append(f"corpus {esc(detail['corpus'])} chunks"
-                     + (" (small: the IDF gates are waived)" if small else ""))
-    if "max_prompt_idf" in detail and "distinctive_idf" in detail and not small:
-        parts.append("most distinctive word IDF " + _versus(detail["max_prompt_idf"], detail["distinctive_idf"]))
-    if detail.get("inventory"):
-        parts.append(f"inventory {esc(detail['inventory'])} entries, {esc(detail.get('dnr_passed', 0))} named")
-    if "matched" in detail:
-        need = detail.get("min_matches")
-        parts.append(f"best: {esc(detail['matched'])} matched" + (f" (need {esc(need)})" if need is not None else ""))
-    if "idf_sum" in detail and "threshold" in detail:
-        parts.append("IDF sum " + _versus(detail["idf_sum"], detail["threshold"])
-                     + (" (waived)" if small else ""))
-    if "candidates" in detail:
-        parts.append(f"{esc(detail['candidates'])} candidate(s), {esc(detail.get('passed', 0))} passed")
-    if detail.get("reason"):
-        parts.append(f"<em>{esc(detail['reason'])}</em>")
-    items = detail.get("items") or []
-    if items:
-        parts.append("injected: " + ", ".join(
-            f"chunk {esc(i.get('chunk_id'))}" + (f" “{esc(clip(i.get('block'), 60))}”" if i.get("block") else "")
-            for i in items if isinstance(i, dict)))
-    if "chars" in detail:
-        parts.append(f"{esc(detail['chars'])} chars")
-    line = "<br>".join(parts) or esc(OUTCOME_MEANING.get(outcome, "—"))
-    if detail:
-        line += ("<details><summary>detail</summary><pre>"
-                 + esc(json.dumps(detail, indent=1, ensure_ascii=False, default=str)[:4000]) + "</pre></details>")
-    return line
-
-
-def _versus(value, threshold) -> str:
-    """"9.40 ≥ 7.00" (or "<"): a number against the threshold it had to reach."""
-    try:
-        v, t = float(value), float(threshold)
-    except (TypeError, ValueError):
-        return f"{esc(value)} vs {esc(threshold)}"
-    return f"{v:.2f} {'≥' if v >= t else '<'} {t:.2f}"
-
-
-def _message_text(raw: str) -> tuple[str, str]:
-    """(role, text) of one transcript line, best effort."""
-    try:
-        obj = json.loads(raw)
-    except ValueError:
-        return "", raw
-    if not isinstance(obj, dict):
-        return "", raw
-    msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-    content = msg.get("content")
-    if isinstance(content, list):
-        content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text")
-    return str(msg.get("role") or obj.get("type") or ""), str(content or "")
-
-
-def transcript_context(path: str, line: int, around: int = CONTEXT_LINES) -> list[tuple[int, str, str]]:
-    """(line number, role, text) of the transcript lines around `line` (1-based); empty when
-    the file is gone. Reads at most MAX_CONTEXT_SCAN lines."""
-    if not path or not line or line > MAX_CONTEXT_SCAN or not os.path.isfile(path):
-        return []
-    first, last = max(1, line - around), line + around
-    out = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for n, raw in enumerate(fh, 1):
-                if n > last:
-                    break
-                if n >= first and raw.strip():
-                    role, text = _message_text(raw[:200_000])
-                    if text.strip():
-                        out.append((n, role, clip(text)))
-    except OSError:
-        return []
-    return out
-
-
-def _context_html(item: dict) -> str:
+def context_html(item: dict) -> str:
     lines = transcript_context(item.get("transcript") or "", int(item.get("line") or 0))
     if not lines:
         return '<p class="muted">(transcript context unavailable: the file is gone or moved)</p>'
@@ -1019,19 +544,3 @@ def _context_html(item: dict) -> str:
         f'<div{HERE_CLASS if n == item["line"] else ""}><span class="muted">{n} {esc(role)}:</span> {esc(text)}</div>'
         for n, role, text in lines)
     return f'<details open><summary>Transcript context</summary><div class="context">{body}</div></details>'
-
-
-def _chunk_table(rows, score: bool = False) -> str:
-    if not rows:
-        return "<p>No chunk matches.</p>"
-    head = ("<table><thead><tr><th scope=\"col\">#</th><th scope=\"col\">Source</th><th scope=\"col\">Kind</th>"
-            "<th scope=\"col\">Provenance</th><th scope=\"col\">Title</th><th scope=\"col\">Text</th>"
-            "<th scope=\"col\" class=\"num\">Weight</th>" + ("<th scope=\"col\">Score</th>" if score else "")
-            + "</tr></thead><tbody>")
-    body = []
-    for cid, source, kind, path, lines, title, snippet, weight, sc in rows:
-        body.append(f"<tr><td>{cid}</td><td>{esc(source)}</td><td>{esc(kind or '—')}</td>"
-                    f"<td><code>{esc(path)}{':' + esc(lines) if lines else ''}</code></td><td>{esc(title or '')}</td>"
-                    f"<td>{esc(snippet)}</td><td class=\"num\">{esc(_fmt(weight))}</td>"
-                    + (f"<td>{esc(sc)}</td>" if score else "") + "</tr>")
-    return head + "".join(body) + "</tbody></table>"
