@@ -164,3 +164,21 @@ def test_an_item_with_a_stored_vector_is_not_embedded_again(project, model_serve
     assert 'DO-NOT-REBUILD? "retry policy"' in run.context()
     _outcome, detail = _decision(str(project), "stored")
     assert [i["vector"] for i in detail["meaning"]["items"]] == ["stored"]
+
+
+def test_a_dead_end_and_a_lineage_block_go_through_the_same_gate(tmp_path, model_server):
+    from tests.test_inject_dead_end import DEAD, REPROPOSE, decide, project, render_record
+
+    root = project(tmp_path, {"dead_end-7-wal.md": render_record(DEAD, "2026-11-30T22:00:00Z")})
+    configure_project(root, model_server.url, timeout_s=5.0)
+    dead = decide(root, REPROPOSE)
+    assert dead.outcome == "injected" and dead.text.count("DEAD-END: ") == 1, dead.detail
+    [item] = dead.detail["meaning"]["items"]
+    assert item["block"] == "dead_end" and item["agrees"] and item["cosine"] >= 0.355
+    assert dead.detail["items"][0]["cosine"] == item["cosine"]
+    lineage = decide(root, "How does the WAL checkpoint inside append() work?", "investigation", session="s2")
+    blocks = {i["block"] for i in lineage.detail["meaning"]["items"]}
+    assert blocks == {"thread"} and lineage.detail["meaning"]["status"] == "checked"
+    kept = [i for i in lineage.detail["meaning"]["items"] if i["agrees"]]
+    assert lineage.outcome == "injected" and kept
+    assert [i["chunk_id"] for i in lineage.detail["items"]] == [i["chunk_id"] for i in kept][:2]
