@@ -27,7 +27,11 @@ def register(sub):
                     "registry); each project's gate and export run on their own thread (at most 4 "
                     "at once each), so a hung project never holds up another's. "
                     "Server settings (listen, intervals) come from MEMHEALTH_SERVE_* or the "
-                    "defaults; each project's gate and exporter use its own config.")
+                    "defaults; each project's gate and exporter use its own config. "
+                    # -- the HTTP hook transport
+                    "For one project, POST /memhealth/hook/<event> runs Claude Code's hook events "
+                    "when `memhealth init --transport http` wired them here (each request carries "
+                    "the project's secret, .memhealth/hook-secret; without it: 401).")
     add_project_option(p)
     p.add_argument("--all", dest="all_projects", action="store_true",
                    help="serve every registered project on one port (`memhealth init` registers; "
@@ -38,6 +42,10 @@ def register(sub):
                    help="allow a non-loopback address (the endpoints have no authentication)")
     p.add_argument("--no-probes", action="store_true", help="do not run the gate on a schedule")
     p.add_argument("--no-export", action="store_true", help="do not run the OTLP exporter")
+    # -- the HTTP hook transport
+    p.add_argument("--detach", action="store_true",
+                   help="start serve in the background (its own session; output in .memhealth/serve.log, "
+                        "pid in .memhealth/serve.pid), wait until its hook endpoint answers, and exit")
     p.set_defaults(func=run)
     return p
 
@@ -54,8 +62,13 @@ def run(args) -> int:
     with open_project(args, store=False) as ctx:  # serve opens its own connections per thread
         project, cfg = ctx.project, ctx.cfg
     host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
+    if args.detach:  # -- the HTTP hook transport: serve in the background
+        return _detach(args, project, host, port)
+    from memhealth.hook_server import HookRunner
+    from telemetry.hook_endpoint import HookEndpoint
+
     app = Serve(project, cfg, host, port, probe=None if args.no_probes else "default",
-                export=not args.no_export)
+                export=not args.no_export, hooks=HookEndpoint(project, HookRunner(project)))
     try:
         app.start()
     except OSError as exc:
@@ -63,6 +76,25 @@ def run(args) -> int:
     shown = f"[{app.host}]" if ":" in app.host else app.host
     print(f"memhealth serve: listening on http://{shown}:{app.port} for {project.root}", flush=True)
     return _serve(app)
+
+
+def _detach(args, project, host: str, port: int) -> int:
+    """serve --detach: start it in the background and wait until its hook endpoint answers."""
+    from memhealth.errors import MemhealthError
+    from memhealth.hook_server import start_detached
+
+    if port == 0:
+        raise MemhealthError("serve --detach needs a fixed port (the hook settings name it), not 0")
+    shown = f"[{host}]" if ":" in host else host
+    flags = [flag for flag, on in (("--no-probes", args.no_probes), ("--no-export", args.no_export),
+                                   ("--allow-remote", args.allow_remote)) if on]
+    pid, state, detail = start_detached(project, f"{shown}:{port}", extra=flags)
+    if state != "ok":
+        raise MemhealthError(f"serve --detach: pid {pid} did not answer at http://{shown}:{port} ({state}: "
+                             f"{detail}); see {project.state_dir}/serve.log")
+    print(f"memhealth serve: started in the background (pid {pid}) on http://{shown}:{port} for "
+          f"{project.root}; log {project.state_dir}/serve.log", flush=True)
+    return 0
 
 
 def _multi(args):

@@ -130,6 +130,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "listen": ("str", "127.0.0.1:9464", None, "host:port; loopback unless told otherwise"),
         "probe_interval_s": ("float", 60.0, (1.0, 86400.0), "background gate schedule"),
         "export_interval_s": ("float", 15.0, (1.0, 86400.0), "OTLP export schedule"),
+        # -- the HTTP hook transport (`memhealth init --transport http`)
+        "hook_autostart": ("bool", False, None,
+                           "with the HTTP hook transport: SessionStart starts `memhealth serve` "
+                           "(detached) when nothing answers where the settings point"),
     },
     "alerts": {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),
