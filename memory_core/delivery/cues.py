@@ -30,12 +30,16 @@ SEMANTIC_MIN_COSINE = 0.75  # unit vectors; a paraphrase of the cue's query, not
 SYMBOL_BATCH = 400           # tokens per IN (...) lookup: under SQLite's variable limit
 MAX_TOKENS = 20_000          # distinct identifiers looked up in one text
 MAX_TEXT = 1 << 20           # characters of a tool result scanned for symbols
+PATH_MAX = 4096              # Linux's PATH_MAX: a longer tool-input path names no file
 
 STOP_INACTIVE = "a Stop hook has no context channel; use on: prompt or on: compact"
 # Compiled on first use: a fresh process per hook pays for each compile (~0.06 ms), and a
 # Read with no symbol cues in the store needs none of them.
 _PATTERNS = {"ident": r"[A-Za-z_$][\w$]*", "shell_split": r"[\s;|&<>()`]+",
-             "pathish": r"[\w.@+~-]*[/.][\w./@+~*-]*", "line_suffix": r":\d+(?::\d+)?:?$"}
+             "pathish": r"[\w@+~-]*+[/.][\w./@+~*-]*+", "line_suffix": r":\d+(?::\d+)?:?$"}
+# "pathish" splits at the first dot or slash: every split the old `[\w.@+~-]*[/.]...` could
+# find, the first one also makes (what precedes it is a subset of what may follow), and
+# without the dot in the head nothing backtracks (quadratic on `a.a.a...#`: 2 s at 20,000).
 _COMPILED: dict[str, re.Pattern] = {}
 
 
@@ -68,8 +72,8 @@ class Place:
     def rel(self, path: str) -> list[str]:
         """The project-relative spellings of `path`: resolved, and as written when a symlink
         inside the project points elsewhere inside it. [] when it lies outside."""
-        if not path or "\x00" in path:
-            return []
+        if not path or "\x00" in path or len(path) > PATH_MAX:
+            return []  # longer than any path the kernel opens: resolving it costs one lstat a part
         path = os.path.expanduser(path) if path.startswith("~") else path
         full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
         out = []

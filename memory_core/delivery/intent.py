@@ -129,9 +129,14 @@ DECISION = Phrases([
 ])
 
 
+# What of a prompt the hook reads for intent, relevance and cues: a request is said in its
+# first pages; a pasted 2 MB log or bundle after it is hashed and counted, never scanned.
+MAX_SCAN_CHARS = 16384
+
+
 def classify(prompt: str) -> tuple[str | None, str | None]:
     """(intent, matched phrase): decision, investigation or build; (None, None) if none."""
-    padded, words = normalize(prompt[:16384])
+    padded, words = normalize(prompt[:MAX_SCAN_CHARS])
     for name, vocabulary in (("decision", DECISION), ("investigation", INVESTIGATION)):
         hit = vocabulary.search(padded, words)
         if hit:
