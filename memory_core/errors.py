@@ -7,7 +7,9 @@
      │    ├── StoreReadOnly      the file or its directory is not writable
      │    ├── StoreFull          the disk (or the file-size limit) is full
      │    ├── StoreIO            the operating system failed a read or write
-     │    └── StoreWalDeleted    memory.db-wal was deleted under open connections
+     │    ├── StoreWalDeleted    memory.db-wal was deleted under open connections
+ │    ├── StoreLink          memory.db, -wal or -shm is a symbolic link (never followed)
+ │    └── StoreNotFile       memory.db is a directory or another non-file
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
      ├── DimensionMismatch       a vector of the wrong width was offered to the store
      ├── EmbedError              (memory_core.index.embed) an embedding call failed; .reason says
@@ -56,6 +58,22 @@ class StoreWalDeleted(StoreError):
     put it back from a process that still holds it."""
 
     reason = "wal_deleted"
+    fix = ""
+
+
+class StoreLink(StoreError):
+    """One of the store's files is a symbolic link: SQLite would follow it (into another
+    project's store, or nowhere); `.fix` names the link to remove."""
+
+    reason = "db_symlink"
+    fix = ""
+
+
+class StoreNotFile(StoreError):
+    """memory.db exists but is not a regular file (a directory, a FIFO); `.fix` says how to
+    move it aside."""
+
+    reason = "db_not_file"
     fix = ""
 
 

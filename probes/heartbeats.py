@@ -221,6 +221,10 @@ REASON_FIXES = {
     "stdin_timeout": "the hook's stdin was never closed: run it as Claude Code does "
                      "(`memhealth hook EVENT < payload.json`)",
     "config": "fix .memhealth/config.toml (the error names the key), then `memhealth gate`",
+    "db_symlink": "a store file is a symbolic link (the detail names it; `ls -l .memhealth/`): remove the "
+                  "link, never its target, and the next hook opens this project's own store",
+    "db_not_file": "memory.db is not a database file: move it aside (`mv .memhealth/memory.db "
+                   ".memhealth/memory.db.aside`), then `memhealth init`",
 }
 
 

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover
 
     DRIVER = "sqlite3"
 
-from memory_core.errors import StoreError
+from memory_core.errors import StoreError, StoreLink, StoreNotFile
 from memory_core.store.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
@@ -33,6 +33,7 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
             migrate: bool = True):
     """Open (and create/migrate) the store at `path`; raise a StoreError subclass on failure."""
     path = os.fspath(path)
+    refuse_links(path)
     if not create and not os.path.exists(path):
         raise StoreError(f"no database at {path}")
     new = not os.path.exists(path)
@@ -58,6 +59,43 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
         if old_umask is not None:
             os.umask(old_umask)
     return conn
+
+
+STORE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def refuse_links(path: str) -> None:
+    """Raise StoreLink when the database or one of its side files is a symbolic link, and
+    StoreNotFile when the database is not a regular file. SQLite follows a link to the
+    database (a hook would write into whatever store it names) and opens -wal and -shm by
+    name; a state file is never a link, so nothing is followed, even inside the project."""
+    import stat
+
+    name = os.path.basename(path)
+    where = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))), name)
+    for suffix in STORE_SUFFIXES:
+        try:
+            st = os.lstat(path + suffix)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(path + suffix)
+            except OSError:
+                target = "?"
+            dangling = "" if os.path.exists(path + suffix) else ", which does not exist"
+            err = StoreLink(f"{name}{suffix} is a symbolic link to {target}{dangling}: the store never "
+                            "follows a link (it would read and write another file, another project's "
+                            "store among them)")
+            err.fix = (f"remove the link (its target is not touched): `rm {where}{suffix}`"
+                       + ("; then `memhealth init` creates this project's own store" if not suffix else ""))
+            raise err
+        if not suffix and not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            err = StoreNotFile(f"{name} is {kind}, not a database file")
+            err.fix = (f"move it aside: `mv {where} {where}.aside`; then `memhealth init` creates the "
+                       "store and `memhealth ingest` refills it from your files")
+            raise err
 
 
 def wal_holders(path: str) -> list[tuple[int, int]]:

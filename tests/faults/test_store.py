@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from tests.conftest import payload, run_cli, run_hook
-from tests.faults.helpers import TIMEOUTS, check, db_path, gate, heartbeats, read_only
+from tests.faults.helpers import TIMEOUTS, check, db_path, follow_fix, gate, heartbeats, read_only
 
 
 def _prompt(project):
@@ -71,3 +71,23 @@ def test_a_database_truncated_to_0_bytes_is_a_store_reset_said_once(project):
     assert "backup" in hb["fix"]
     second = check(gate(project), "hook_heartbeats")
     assert "store reset" not in second["detail"]
+
+
+def test_a_directory_in_place_of_the_database_is_named_with_a_fix_that_works(project):
+    assert run_hook("stop", payload("stop", project), cwd=str(project)).returncode == 0
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db_path(project) + suffix):
+            os.unlink(db_path(project) + suffix)
+    os.mkdir(db_path(project))
+    run = _prompt(project)
+    assert b"is a directory" in run.stderr
+    verdict = gate(project)
+    reds = [c for c in verdict["checks"] if c["status"] == "red"]
+    assert verdict["exit"] == 1 and "memory.db is a directory" in reds[0]["detail"]
+    assert "chmod" not in reds[0]["fix"] and "not writable" not in reds[0]["detail"]
+    follow_fix(reds[0]["fix"], project)  # the fix, as printed
+    assert os.path.isdir(db_path(project) + ".aside")
+    assert run_hook("prompt", payload("prompt", project, prompt="thanks"), cwd=str(project)).returncode == 0
+    after = gate(project)
+    assert not [c for c in after["checks"] if c["status"] == "red" and "directory" in c["detail"]]
+    assert ("prompt", "error", "db_not_file") in [h[:3] for h in heartbeats(project, "prompt")]
