@@ -359,7 +359,10 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
             spill.append(where.path or project.spill_path,
                          {"kind": "decision", "row": {"ts_ns": time.time_ns(), **decision}})
         _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
-        return
+        return  # no end line: if the spilled row is lost, the started line still counts it
+    # the row is in the database: the started line is settled here, not by looking the row
+    # up later in a store that may have been reset since (a reset is not 5 killed prompts)
+    journal.ended(project.state_dir, trace_id)
     if journal_size is not None and journal_size > journal.DRAIN_AT_BYTES:
         try:  # no gate or serve has drained it for a while: keep it small
             journal.drain(conn, project.state_dir, cfg["hooks"]["killed_after_s"])

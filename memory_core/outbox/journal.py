@@ -8,11 +8,13 @@ first: a line whose process is gone and whose heartbeat never reached the databa
 a `killed` row.
 
     size = started(state_dir, "prompt", trace_id, started_ns)   # hook, before reading stdin
-    ended(state_dir, trace_id)        # only when the invocation moved to another project
+    ended(state_dir, trace_id)        # its heartbeat reached the database, or it moved project
     drain(conn, state_dir, killed_after_s=900)                  # before reap_killed
 
-A line for a live process stays (its hook is still running); a line whose heartbeat is in
-the database is dropped. Dedup is by (started_ns, hook, trace_id), which the heartbeat row
+A line for a live process stays (its hook is still running); a line with its "end" line (the
+hook writes one once its completed heartbeat is committed) is dropped unread, so a store
+deleted or reset since cannot turn finished hooks into killed ones; a line whose heartbeat
+is in the database is dropped too (a hook killed between its commit and its end line). Dedup is by (started_ns, hook, trace_id), which the heartbeat row
 carries too, so no schema change and no lookup on the hook path.
 """
 

@@ -35,7 +35,11 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
     path = os.fspath(path)
     refuse_links(path)
     if not create and not os.path.exists(path):
-        raise StoreError(f"no database at {path}")
+        err = StoreError(f"no database at {path}")
+        err.reason = "db_missing"
+        err.fix = ("`memhealth init` creates the store (put a backup of .memhealth/memory.db back first if "
+                   "you have one); `memhealth ingest` refills it from your files")
+        raise err
     new = not os.path.exists(path)
     old_umask = os.umask(0o077) if new else None  # state is readable by its owner only
     try:

@@ -91,3 +91,34 @@ def test_a_directory_in_place_of_the_database_is_named_with_a_fix_that_works(pro
     after = gate(project)
     assert not [c for c in after["checks"] if c["status"] == "red" and "directory" in c["detail"]]
     assert ("prompt", "error", "db_not_file") in [h[:3] for h in heartbeats(project, "prompt")]
+
+
+def test_a_deleted_store_reports_a_reset_never_false_kills(project):
+    for _ in range(5):
+        assert run_hook("prompt", payload("prompt", project, prompt="thanks"), cwd=str(project)).returncode == 0
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db_path(project) + suffix):
+            os.unlink(db_path(project) + suffix)
+    missing = gate(project)  # before any hook recreates it: named, with a fix that works
+    assert missing["exit"] == 1 and "no database" in missing["checks"][0]["detail"]
+    follow_fix(missing["checks"][0]["fix"], project)
+    assert run_hook("prompt", payload("prompt", project, prompt="thanks"), cwd=str(project)).returncode == 0
+    verdict = gate(project)
+    hb = check(verdict, "hook_heartbeats")
+    assert "store reset" in hb["detail"], hb
+    assert "killed" not in hb["detail"] and "fuser" not in hb["fix"], hb
+    assert [h for h in heartbeats(project) if h[1] == "killed"] == []
+    # a hook really killed after the reset is still caught
+    import json
+    import signal
+
+    from tests.faults.helpers import journal_has, lock_held, start_hook, wait_for
+
+    body = json.dumps(payload("prompt", project, prompt="hello")).encode()
+    with lock_held(project):
+        proc = start_hook("prompt", body, str(project))
+        wait_for(lambda: journal_has(project, "prompt"), what="the journal's started line")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    gate(project)
+    assert [h[:3] for h in heartbeats(project) if h[1] == "killed"] == [("prompt", "killed", "killed")]
