@@ -86,6 +86,17 @@ class Evidence:
         except (ValueError, TypeError):
             return 0
 
+    def acked_id(self, check: str) -> int:
+        """The newest heartbeat row when CHECK was last acknowledged (0 = never, or an
+        acknowledgement older than this field): rows written after it are reported again,
+        whatever their clocks said."""
+        raw = self.meta(ACK_PREFIX + check)
+        try:
+            value = json.loads(raw) if raw else {}
+            return int(value.get("ack_id", 0)) if isinstance(value, dict) else 0
+        except (ValueError, TypeError):
+            return 0
+
     def last_activity_ns(self) -> int | None:
         """Start of the newest completed hook run other than the gate's own: when a session
         last did something. None for a project no session has touched (idle is not dead)."""

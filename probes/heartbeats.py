@@ -254,16 +254,21 @@ def hook_heartbeats(ev) -> CheckResult:
     window_ns = int(cfg["gate"]["heartbeat_max_age_days"] * 86400e9)
     acked = ev.acked_ns("hook_heartbeats")
     since = ev.now_ns - window_ns
+    acked_id = ev.acked_id("hook_heartbeats")
     for hook in sorted(expected | {"gate"}):
+        # the latest run is the row written last (rowid order), never the one whose clock
+        # said latest: a failure written while the clock ran behind, or far ahead, is still
+        # the hook's latest run
         last = conn.execute(
-            "SELECT outcome, reason, detail, started_ns FROM heartbeats WHERE hook = ? AND "
-            "outcome IS NOT NULL AND started_ns <= ? ORDER BY started_ns DESC LIMIT 1",
-            (hook, ev.now_ns)).fetchone()
+            "SELECT outcome, reason, detail, started_ns, id FROM heartbeats WHERE hook = ? AND "
+            "outcome IS NOT NULL ORDER BY id DESC LIMIT 1", (hook,)).fetchone()
         if last is None:
             continue
-        outcome, reason, detail, started = last
+        outcome, reason, detail, started, row_id = last
         when = ago((ev.now_ns - started) / 1e9)
-        if outcome in ("killed", "error") and started <= acked:
+        if started > ev.now_ns + FUTURE_SLACK_NS:
+            when = f"dated {ago((started - ev.now_ns) / 1e9)} in the future, clock skew; written"
+        if outcome in ("killed", "error") and (row_id <= acked_id if acked_id else started <= acked):
             continue  # acknowledged; the hook's next run decides again
         if outcome == "killed":
             if detail == journal.KILLED_DETAIL:  # it never reached the database
@@ -346,11 +351,14 @@ def hook_heartbeats(ev) -> CheckResult:
 
     future = conn.execute("SELECT count(*), max(started_ns) FROM heartbeats WHERE started_ns > ?",
                           (ev.now_ns + FUTURE_SLACK_NS,)).fetchone()
+    skew = None
     if future[0]:
-        # their own finding: not a failure of any hook, and not activity (ignored above)
-        notes.append(f"clock skew: {future[0]} heartbeat(s) dated up to {ago((future[1] - ev.now_ns) / 1e9)} "
+        # their own finding: not a failure of any hook, and not activity (ignored above);
+        # said beside any RED too, since it explains the odd ages there
+        skew = (f"clock skew: {future[0]} heartbeat(s) dated up to {ago((future[1] - ev.now_ns) / 1e9)} "
                      "in the future (the clock was wrong when they were written; they are not counted "
                      "as activity); check the system clock (`timedatectl`)")
+        notes.append(skew)
 
     try:
         identity.adopt(conn, ev.db_path)
@@ -386,6 +394,8 @@ def hook_heartbeats(ev) -> CheckResult:
         detail = "; ".join(d for d, _ in reds)
         if len(reds) > 1:
             detail = f"{len(reds)} problems: {detail}"
+        if skew:
+            detail += f"; also {skew}"
         return red(detail, reds[0][1] if len(reds) == 1 else " | ".join(dict.fromkeys(f for _, f in reds)))
     (runs,) = conn.execute("SELECT count(*) FROM heartbeats WHERE started_ns >= ? AND hook != 'gate'",
                            (since,)).fetchone()
