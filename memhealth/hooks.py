@@ -236,6 +236,36 @@ def _error_decision(hook: str, payload: dict, session_id, trace_id: str, reason:
             "detail": {"reason": reason}}
 
 
+def _spill(project, record: dict, decisions: list) -> str:
+    """Put a heartbeat the store refused, and its decisions, in the spill (or its fallback);
+    whatever neither file took goes into the journal's failure line, which is small enough
+    to fit where a row did not (a full disk, a file-size limit). Returns the truthful clause
+    for stderr: where the rows are, or that they are NOT recorded."""
+    from memory_core.outbox import journal, spill
+
+    where = spill.append(project.spill_path, record)
+    lost = [{"kind": "decision", "row": {"ts_ns": time.time_ns(), **d}} for d in decisions]
+    lost = [row for row in lost if not spill.append(project.spill_path, row)]
+    if where and not lost:
+        return where.say()
+    rows = ([] if where else [{**record, "spill_cause": where.cause,
+                              "spill_error": "; ".join(where.errors)[:300]}]) + lost
+    kept = journal.failed(project.state_dir, record["trace_id"], rows)
+    if not where:
+        errors = "; ".join(where.errors)
+        return (f"recorded as a failure in {journal.path_of(project.state_dir)} (the spill refused it: {errors})"
+                if kept else where.say())
+    return where.say() + ("" if kept else "; its decision NOT recorded (the spill refused it)")
+
+
+def _confirm(session_id):
+    def confirm(conn) -> None:
+        from memory_core.delivery.cues import confirm
+
+        confirm(conn, session_id)
+    return confirm
+
+
 def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
          journaled: tuple[str, int] | None = None, timed_out: bool = False) -> None:
     from memhealth.config import defaults, load
@@ -299,18 +329,16 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
                 emit(hook, store_failure(exc).text())
             except OSError as out_exc:
                 problem = f"; and stdout: {out_exc}"
-        where = spill.append(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
-                                                  "reason": reason,
-                                                  "detail": (str(exc) + (problem or ""))[:500]})
-        if hook == "prompt" and where:
-            spill.append(project.spill_path, {"kind": "decision",
-                                              "row": _error_decision(hook, payload, session_id, trace_id, reason)})
-        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
+        said = _spill(project, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error", "reason": reason,
+                                "detail": (str(exc) + (problem or ""))[:500]},
+                      [_error_decision(hook, payload, session_id, trace_id, reason)] if hook == "prompt" else [])
+        _say(f"memhealth hook {hook}: {exc} ({said})", 1000)
         return
 
     # 2. the work
     outcome, reason, detail = "ok", None, None
     ctx = None
+    written = False  # the context reached stdout: only then do its cue deliveries count
     problem = invalid or config_error
     root = trace.span(f"memhealth.hook {hook}", kind="internal")
     root.update({"memhealth.hook": hook, "session.id": session_id or ""})
@@ -327,6 +355,7 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         if (text or ctx.notice) and hook in CONTEXT_EVENTS:
             try:
                 emit(hook, text or "", ctx.notice)
+                written = bool(text)
             except OSError as exc:  # BrokenPipeError and friends: the reader went away
                 ctx.problem("stdout_closed", f"could not write context to stdout: {exc.strerror or exc}")
         if ctx.problems:
@@ -348,17 +377,13 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         decisions = [_error_decision(hook, payload, session_id, trace_id, reason or "error")]
     try:
         heartbeat.finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
-                         trace=trace, decisions=decisions)
+                         trace=trace, decisions=decisions, extra=_confirm(session_id) if written else None)
     except MemoryCoreError as exc:
-        where = spill.append(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
-                                                  "outcome": outcome if outcome != "ok" else "error",
-                                                  "reason": reason or getattr(exc, "reason", "store"),
-                                                  "detail": (detail or str(exc))[:500]})
-        for decision in decisions:
-            # the decision goes wherever the heartbeat went: both, or the stderr line says so
-            spill.append(where.path or project.spill_path,
-                         {"kind": "decision", "row": {"ts_ns": time.time_ns(), **decision}})
-        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
+        said = _spill(project, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
+                                "outcome": outcome if outcome != "ok" else "error",
+                                "reason": reason or getattr(exc, "reason", "store"),
+                                "detail": (detail or str(exc))[:500]}, decisions)
+        _say(f"memhealth hook {hook}: {exc} ({said})", 1000)
         return  # no end line: if the spilled row is lost, the started line still counts it
     # the row is in the database: the started line is settled here, not by looking the row
     # up later in a store that may have been reset since (a reset is not 5 killed prompts)

@@ -228,6 +228,13 @@ REASON_FIXES = {
 }
 
 
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
 def hook_heartbeats(ev) -> CheckResult:
     """RED when a wired hook's latest run failed or was killed, when a hook stopped firing
     across a session boundary, or when rows sit in the spill file; idle is green."""
@@ -377,6 +384,11 @@ def hook_heartbeats(ev) -> CheckResult:
     except (StoreError, conn.Error):
         pass  # a store that cannot be written is named by the rows it refused
 
+    for link in spill.planted_links(ev.spill_path):
+        shown = os.path.relpath(link, ev.root) if link.startswith(ev.state_dir) else link
+        reds.append((f"{os.path.basename(link)} is a symbolic link (to {_readlink(link)}): state files never "
+                     "follow links, so rows a hook could not store have nowhere to wait there",
+                     f"remove the link (its target is not touched): `rm {shown}`"))
     spilled, files, cause, why = _spilled(ev)
     if spilled:
         if cause in spill.CAUSE_FIXES:

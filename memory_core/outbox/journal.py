@@ -56,6 +56,19 @@ def ended(state_dir: str, trace_id: str) -> None:
         pass
 
 
+def failed(state_dir: str, trace_id: str, rows: list[dict]) -> bool:
+    """Keep spill rows (a heartbeat, decisions) that neither the spill nor its fallback took:
+    one line, the size of the rows themselves, which the drain applies as the spill would
+    have. Returns whether the line was written."""
+    line = json.dumps({"fail": trace_id, "rows": rows}, default=str, ensure_ascii=False,
+                      separators=(",", ":")) + "\n"
+    try:
+        write_line(path_of(state_dir), line.encode("utf-8"))
+        return True
+    except OSError:
+        return False
+
+
 def _alive(pid) -> bool:
     from memory_core.outbox.heartbeat import pid_alive
 
@@ -106,7 +119,7 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
             data += b"\n" + more
         except OSError:
             continue
-    starts, ends, keep = [], set(), []
+    starts, ends, keep, fails = [], set(), [], []
     for line in data.splitlines():
         try:
             rec = json.loads(line)
@@ -116,13 +129,21 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
             continue
         if "end" in rec:
             ends.add(rec["end"])
+        elif "fail" in rec and isinstance(rec.get("rows"), list):
+            fails.append(rec)
         elif isinstance(rec.get("started_ns"), int) and isinstance(rec.get("hook"), str):
             starts.append((rec, line))
     killed = 0
     from memory_core.outbox.rollups import bump
+    from memory_core.outbox.spill import _apply_spilled
 
     try:
         with write(conn):
+            for rec in fails:  # a failure recorded here: applied as its spill rows, never a kill
+                for row in rec["rows"]:
+                    if isinstance(row, dict):
+                        _apply_spilled(conn, row)
+                ends.add(rec["fail"])
             for rec, line in starts:
                 if rec.get("trace_id") in ends:
                     continue
@@ -142,7 +163,9 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
                 bump(conn, "memhealth_hook_invocations_total", {"hook": rec["hook"], "outcome": "killed"})
                 killed += 1
     except Exception:
-        keep = [line for _rec, line in starts] + [json.dumps({"end": t}).encode() for t in ends]
+        keep = [line for _rec, line in starts] + [json.dumps({"end": t}).encode() for t in ends
+                                                   if t not in {f["fail"] for f in fails}]
+        keep += [json.dumps(f, default=str).encode() for f in fails]
         _put_back(path, claimed, keep)
         raise
     _put_back(path, claimed, keep)
