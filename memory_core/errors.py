@@ -8,6 +8,7 @@
      │    ├── StoreFull          the disk (or the file-size limit) is full
      │    ├── StoreIO            the operating system failed a read or write
      │    ├── StoreWalDeleted    memory.db-wal was deleted under open connections
+ │    ├── StoreShmDeleted    memory.db-shm was deleted under a process that holds it
  │    ├── StoreLink          memory.db, -wal or -shm is a symbolic link (never followed)
  │    └── StoreNotFile       memory.db is a directory or another non-file
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
@@ -58,6 +59,15 @@ class StoreWalDeleted(StoreError):
     put it back from a process that still holds it."""
 
     reason = "wal_deleted"
+    fix = ""
+
+
+class StoreShmDeleted(StoreError):
+    """The -shm (the WAL index) was deleted while a process still maps it: a new connection
+    would build a second index beside it, and the last to close checkpoints from its own
+    view, dropping the other's rows. `.fix` names the process."""
+
+    reason = "shm_deleted"
     fix = ""
 
 

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover
 
     DRIVER = "sqlite3"
 
-from memory_core.errors import StoreError, StoreLink, StoreNotFile
+from memory_core.errors import StoreError, StoreLink, StoreNotFile, StoreShmDeleted
 from memory_core.store.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
@@ -41,6 +41,10 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
                    "you have one); `memhealth ingest` refills it from your files")
         raise err
     new = not os.path.exists(path)
+    if not new and os.path.exists(path + "-wal") and not os.path.exists(path + "-shm"):
+        # a WAL without its index: a crash left it (SQLite rebuilds the index), or the -shm
+        # was deleted under a live connection; only the second is a holder's open file
+        shm_deleted(path)
     old_umask = os.umask(0o077) if new else None  # state is readable by its owner only
     try:
         conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
@@ -102,10 +106,26 @@ def refuse_links(path: str) -> None:
             raise err
 
 
-def wal_holders(path: str) -> list[tuple[int, int]]:
-    """(pid, fd) of processes holding `<path>-wal` open after it was deleted (Linux /proc;
-    only processes this user may inspect). Called on a failure path only: it scans /proc."""
-    target = os.path.abspath(path) + "-wal (deleted)"
+def shm_deleted(path: str) -> None:
+    """Raise StoreShmDeleted when a process holds `<path>-shm` open after it was deleted."""
+    holders = wal_holders(path, "-shm")
+    if not holders:
+        return
+    pid = holders[0][0]
+    err = StoreShmDeleted(f"{os.path.basename(path)}-shm was deleted while process {pid} had the database "
+                          "open: a new connection would keep a second WAL index beside that process's, "
+                          "and rows written through one are lost when the other checkpoints; nothing "
+                          "opens the store until it exits")
+    err.fix = (f"stop process {pid} (`kill {pid}`; for `memhealth serve`, stop it and start it again): "
+               "its rows are checkpointed as it exits, and the next hook drains what was spilled meanwhile")
+    raise err
+
+
+def wal_holders(path: str, suffix: str = "-wal") -> list[tuple[int, int]]:
+    """(pid, fd) of processes holding `<path><suffix>` open after it was deleted (Linux
+    /proc; only processes this user may inspect). Called only when a file is already
+    missing (a failure path, or a WAL without its index): it scans /proc."""
+    target = os.path.abspath(path) + f"{suffix} (deleted)"
     found = []
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
