@@ -29,7 +29,7 @@ class Evidence:
     """
 
     __slots__ = ("root", "state_dir", "conn", "cfg", "now", "session_id", "deadline",
-                 "trace", "_tables", "_meta")
+                 "trace", "scheduled", "_tables", "_meta")
 
     def __init__(self, root: str, conn, cfg: dict, now: float | None = None,
                  session_id: str | None = None, deadline: float | None = None,
@@ -42,6 +42,7 @@ class Evidence:
         self.session_id = session_id
         self.deadline = deadline
         self.trace = trace  # a memory_core.outbox.spans.Trace for probe spans, or None
+        self.scheduled = False  # serve's background gate: reports one-time notices, never uses them up
         self._tables: set[str] | None = None
         self._meta: dict[str, str | None] = {}
 

@@ -379,10 +379,12 @@ def hook_heartbeats(ev) -> CheckResult:
                          f"{ago((ev.now_ns - reset.get('ts_ns', ev.now_ns)) / 1e9)} ago where store "
                          f"{prev.get('id', '?')}"
                          + (f" (created {ago((ev.now_ns - created) / 1e9)} ago)" if created else "")
-                         + " existed: its history (heartbeats, decisions, gate runs) is gone; said once",
+                         + " existed: its history (heartbeats, decisions, gate runs) is gone"
+                         + ("" if ev.scheduled else "; said once"),
                          "restore .memhealth/memory.db from a backup if you have one, else nothing to do "
                          "(`memhealth ingest` rebuilds memory from its sources)"))
-            identity.reset_said(conn)
+            if not ev.scheduled:  # said once to a person (gate, session start), not to serve's schedule
+                identity.reset_said(conn)
     except (StoreError, conn.Error):
         pass  # a store that cannot be written is named by the rows it refused
 

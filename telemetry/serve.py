@@ -116,7 +116,9 @@ def gate_probe(conn, cfg, project) -> None:
     from probes import gate
     from probes.evidence import Evidence
 
-    gate.run(Evidence(project.root, conn, cfg))
+    ev = Evidence(project.root, conn, cfg)
+    ev.scheduled = True  # a one-time notice (a store reset) is the person's to hear, not the schedule's
+    gate.run(ev)
 
 
 def find_default_probe():
@@ -255,7 +257,9 @@ class Serve(ServeThreads):
                     conn.close()  # deleted or replaced under us: never probe a ghost file
                     conn = None
                 if conn is None:
-                    conn = connect(self.project.db_path)
+                    # never create it: a store deleted under serve stays missing (and /healthz
+                    # says so) until a hook or `memhealth init` makes the new one
+                    conn = connect(self.project.db_path, create=False)
                     opened = self._store_id = self.store_identity()
                 self.probe(conn, self.cfg, self.project)
                 state["last_error"] = None

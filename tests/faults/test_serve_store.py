@@ -40,3 +40,29 @@ def test_a_database_deleted_under_serve_is_noticed_and_reopened(project):
         app.kill()
         rx.down()
     assert "store reset" in check(gate(project), "hook_heartbeats")["detail"]
+
+
+def test_serve_never_recreates_a_deleted_store_nor_uses_up_its_reset_notice(project):
+    for _ in range(3):
+        assert run_hook("prompt", payload("prompt", project, prompt="thanks"), cwd=str(project)).returncode == 0
+    app = ServeProcess(project, "--no-export", env=clean_env(MEMHEALTH_SERVE_PROBE_INTERVAL_S="1"))
+
+    def probes_after(n):
+        return lambda: json.loads(app.get("/healthz")[1])["probe"]["runs"] >= n
+
+    try:
+        wait_for(probes_after(1), what="serve's first probe")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db_path(project) + suffix):
+                os.unlink(db_path(project) + suffix)
+        runs = json.loads(app.get("/healthz")[1])["probe"]["runs"]
+        wait_for(probes_after(runs + 3), timeout=20, what="three scheduled probes")
+        assert not os.path.exists(db_path(project))  # the scheduled gate did not recreate it
+        assert run_hook("prompt", payload("prompt", project, prompt="thanks"), cwd=str(project)).returncode == 0
+        runs = json.loads(app.get("/healthz")[1])["probe"]["runs"]
+        wait_for(probes_after(runs + 3), timeout=20, what="three probes of the new store")
+    finally:
+        app.kill()
+    hb = check(gate(project), "hook_heartbeats")  # the person's gate still hears it, once
+    assert "store reset" in hb["detail"] and "killed" not in hb["detail"], hb
+    assert "store reset" not in check(gate(project), "hook_heartbeats")["detail"]
