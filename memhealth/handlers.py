@@ -328,6 +328,11 @@ def apply_ablation(ctx, now_ns: int | None = None) -> str | None:
     now_ns = time.time_ns() if now_ns is None else now_ns
     try:
         sched = json.loads(row[0])
+        from memory_core.delivery.ablation import problem  # only while a schedule is stored
+
+        why = problem(sched)
+        if why:  # a section that is no arm's would read "ablated" while nothing is off
+            raise ValueError(f"{why}; `memhealth ablation stop` clears it")
         stopped = sched.get("stopped_ns")
         if now_ns >= (min(sched["end_ns"], stopped) if stopped else sched["end_ns"]):
             return None

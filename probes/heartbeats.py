@@ -223,6 +223,7 @@ REASON_FIXES = {
     "config": "fix .memhealth/config.toml (the error names the key), then `memhealth gate`",
     "shm_deleted": "memory.db-shm was deleted under a process that holds the database: stop that process "
                    "(`memhealth gate` names it: `kill PID`); the next hook drains the spilled rows",
+    "ablation": "the stored ablation schedule is unreadable: `memhealth ablation stop` clears it",
     "db_symlink": "a store file is a symbolic link (the detail names it; `ls -l .memhealth/`): remove the "
                   "link, never its target, and the next hook opens this project's own store",
     "db_not_file": "memory.db is not a database file: move it aside (`mv .memhealth/memory.db "
