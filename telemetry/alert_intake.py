@@ -57,8 +57,9 @@ def validate_webhook(payload) -> list[dict]:
     for i, alert in enumerate(alerts):
         if not isinstance(alert, dict):
             raise ValueError(f"alerts[{i}] is not an object")
-        if not isinstance(alert.get("labels", {}), dict):
-            raise ValueError(f"alerts[{i}].labels is not an object")
+        for field in ("labels", "annotations"):  # what the budget policy reads as a mapping
+            if not isinstance(alert.get(field, {}), dict):
+                raise ValueError(f"alerts[{i}].{field} is not an object")
     return alerts
 
 
