@@ -47,12 +47,29 @@ def boundary(ctx) -> int | None:
     return pid
 
 
+def defer(project, cfg, payload: dict, session_id: str | None) -> str:
+    """SessionEnd whose store was locked: keep the boundary beside the store and spawn the
+    worker anyway (it waits its own busy timeout, then queues and captures it; a later
+    SessionStart or `memhealth ingest` does if it cannot). The clause for stderr."""
+    from memory_core.records.queue import defer_boundary
+
+    path = payload.get("transcript_path")
+    kept = bool(cfg["capture"]["enabled"] and isinstance(path, str) and path
+                and defer_boundary(project.state_dir, session_id, path))
+    try:
+        spawn(project.root)
+    except OSError as exc:
+        return f"the session's capture is {'deferred' if kept else 'NOT deferred'}; no worker: {exc}"
+    return "the session's capture is deferred to the capture worker" if kept else "the capture worker was started"
+
+
 def resume(ctx) -> int | None:
     """SessionStart: spawn a worker when boundaries wait and no live worker holds the lease
     (never capture inline: SessionStart carries the gate). The worker's pid, or None."""
-    from memory_core.records.queue import lease_holder, work_pending
+    from memory_core.records.queue import boundaries_waiting, lease_holder, work_pending
 
-    if not ctx.cfg["capture"]["enabled"] or not work_pending(ctx.conn):
+    if not ctx.cfg["capture"]["enabled"] or not (work_pending(ctx.conn)
+                                                 or boundaries_waiting(ctx.project.state_dir)):
         return None
     if lease_holder(ctx.conn) is not None:
         return None
@@ -68,7 +85,7 @@ def run(root: str) -> int:
     from memory_core.ingest import run_ingest
     from memory_core.outbox import heartbeat
     from memory_core.outbox.spans import Trace
-    from memory_core.records.queue import run_pending, settings
+    from memory_core.records.queue import absorb_boundaries, run_pending, settings
     from memory_core.store.db import connect
 
     project = Project(root)
@@ -82,6 +99,7 @@ def run(root: str) -> int:
     outcome, reason, detail = "ok", None, None
     try:
         if cfg["capture"]["enabled"]:
+            absorb_boundaries(conn, project.state_dir)  # what a locked SessionEnd left beside the store
             report = run_pending(conn, settings(cfg), trace=trace)
             detail = report.line()
             root_span.update({"memhealth.capture.stopped": report.stopped or "",

@@ -332,6 +332,13 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         said = _spill(project, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error", "reason": reason,
                                 "detail": (str(exc) + (problem or ""))[:500]},
                       [_error_decision(hook, payload, session_id, trace_id, reason)] if hook == "prompt" else [])
+        if hook == "session-end":  # the session's capture must not be lost to a held lock
+            try:
+                from memhealth import capture_worker
+
+                said += "; " + capture_worker.defer(project, cfg, payload, session_id)
+            except Exception as defer_exc:  # noqa: BLE001 - the hook still exits 0
+                said += f"; the session's capture is NOT deferred ({type(defer_exc).__name__}: {defer_exc})"
         _say(f"memhealth hook {hook}: {exc} ({said})", 1000)
         return
 
