@@ -419,7 +419,7 @@ CREATE TRIGGER chunk_vectors_count_ad AFTER DELETE ON chunk_vectors BEGIN
     UPDATE vector_counts SET n = n - 1 WHERE name = 'chunk_vectors';
 END;
 """),
-    # -- issue21-faults: a cue delivery counts once its text was written ---------------------
+    # -- fault-run fixes: a cue delivery counts once its text was written ---------------------
     (7, "cue deliveries confirmed once their output was written", """
 -- a delivery row is a claim (pid of the hook that made it, confirmed 0) until that hook has
 -- written its context to Claude Code; a claim whose process is gone was never delivered, so
@@ -427,7 +427,7 @@ END;
 ALTER TABLE cue_deliveries ADD COLUMN pid INTEGER;
 ALTER TABLE cue_deliveries ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1;
 """),
-    # -- end issue21-faults -------------------------------------------------------------------
+    # -- end fault-run fixes -------------------------------------------------------------------
 ]
 
 LATEST = MIGRATIONS[-1][0]
