@@ -82,18 +82,29 @@ def run(root: str) -> int:
     """The worker body: heartbeat, capture under the lease, ingest; 0 ok, 1 error."""
     from memhealth.config import load
     from memhealth.project import Project
+    from memory_core.errors import MemoryCoreError
     from memory_core.ingest import run_ingest
-    from memory_core.outbox import heartbeat
+    from memory_core.outbox import heartbeat, journal, spill
     from memory_core.outbox.spans import Trace
     from memory_core.records.queue import absorb_boundaries, run_pending, settings
     from memory_core.store.db import connect
 
     project = Project(root)
     cfg = load(project.state_dir)
-    conn = connect(project.db_path, busy_timeout_s=max(cfg["hooks"]["busy_timeout_s"], 5.0))
     trace = Trace()
     started_ns = time.time_ns()
-    hb = heartbeat.start(conn, HOOK, None, trace.trace_id, started_ns)
+    # as a hook does: the journal line first (a worker killed while it waits is still a kill),
+    # and a store it cannot write gets the failure spilled, never nothing
+    journal.started(project.state_dir, HOOK, trace.trace_id, started_ns)
+    try:
+        conn = connect(project.db_path, busy_timeout_s=max(cfg["hooks"]["busy_timeout_s"], 5.0))
+        hb = heartbeat.start(conn, HOOK, None, trace.trace_id, started_ns)
+    except MemoryCoreError as exc:
+        spill.append(project.spill_path, {"kind": "heartbeat", "hook": HOOK, "session_id": None, "pid": os.getpid(),
+                                          "trace_id": trace.trace_id, "started_ns": started_ns,
+                                          "ended_ns": time.time_ns(), "outcome": "error",
+                                          "reason": getattr(exc, "reason", "store"), "detail": str(exc)[:500]})
+        return 1
     root_span = trace.span(f"memhealth.hook {HOOK}")
     root_span.set("memhealth.hook", HOOK)
     outcome, reason, detail = "ok", None, None
@@ -114,6 +125,7 @@ def run(root: str) -> int:
         root_span.fail(detail, reason)
     root_span.end()
     heartbeat.finish(conn, hb, HOOK, started_ns, outcome, reason, detail, trace=trace)
+    journal.ended(project.state_dir, trace.trace_id)
     conn.close()
     return 0 if outcome == "ok" else 1
 

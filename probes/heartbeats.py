@@ -265,7 +265,8 @@ def hook_heartbeats(ev) -> CheckResult:
     acked = ev.acked_ns("hook_heartbeats")
     since = ev.now_ns - window_ns
     acked_id = ev.acked_id("hook_heartbeats")
-    for hook in sorted(expected | {"gate"}):
+    # the capture worker is no settings entry but runs for every SessionEnd: its rows count
+    for hook in sorted(expected | {"gate", "capture"}):
         # the latest run is the row written last (rowid order), never the one whose clock
         # said latest: a failure written while the clock ran behind, or far ahead, is still
         # the hook's latest run
@@ -289,8 +290,10 @@ def hook_heartbeats(ev) -> CheckResult:
                              "only if neither"))
                 continue
             reds.append((f"{hook}: last run ({when} ago) was killed (started, never completed)",
-                         f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
-                         "(`memhealth report`)" + ACK))
+                         ("the capture worker was killed (out of memory? a reboot?): `memhealth ingest` "
+                          "captures what it left" if hook == "capture" else
+                          f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
+                          "(`memhealth report`)") + ACK))
             continue
         if outcome == "error":
             fix = REASON_FIXES.get(reason or "")

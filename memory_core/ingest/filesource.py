@@ -129,11 +129,25 @@ def read_text(path: str, max_bytes: int = MAX_FILE_BYTES) -> tuple[str, str]:
 
     Strict UTF-8 on purpose: a guessed decoding would store mojibake as memory. The file
     is logged and retried every run until it is fixed, and its old chunks stay meanwhile."""
+    import stat
+
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO for reading would wait for a writer forever (a hung
+        # worker per SessionEnd, an ingest past its budget); a regular file ignores the flag
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise FileFailed("io", f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileFailed("not_regular", "not a regular file (a FIFO, socket or device): never read")
+        with os.fdopen(fd, "rb") as fh:
+            fd = None
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise FileFailed("io", f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
     if len(data) > max_bytes:
         raise FileFailed("too_large", f"larger than {max_bytes} bytes")
     try:
