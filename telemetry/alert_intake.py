@@ -75,6 +75,9 @@ def parse_webhook(body: bytes) -> tuple[dict, list[dict], str | None]:
     return payload, alerts, receiver
 
 
+# store failures a retry cannot cure: the alerts are kept in the sink and the delivery is
+# answered 200 (in serve --all, one broken project must not make every webhook a 500)
+STORE_BROKEN = frozenset({"db_corrupt", "db_not_file", "db_symlink", "db_missing", "shm_deleted"})
 MAX_ALERTS_PER_REQUEST = 2000  # one delivery past this is refused (413), recorded bounded
 SINK_MAX_BYTES = 4 * 1024 * 1024  # the sink rotates to <sink>.1 past this: at most twice this on disk
 
@@ -168,6 +171,9 @@ class AlertIntake:
                 return 400, {"error": str(exc)[:300]}
             self.sink.append({"ts": now, "decision": "error", "error": f"{type(exc).__name__}: {exc}"[:300],
                               "raw": {**payload, "alerts": alerts}})
+            if getattr(exc, "reason", "") in STORE_BROKEN:  # a retry cannot help until someone fixes it
+                return 200, {"error": f"this project's store cannot be used ({exc.reason}: "
+                                      f"{str(exc)[:200]}); alerts kept in the sink", "store_broken": True}
             return 500, {"error": "alert budget policy failed; alerts kept in the sink"}
         records = []
         for decision in decisions:
