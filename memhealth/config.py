@@ -165,6 +165,23 @@ _BOOL = {"true": True, "1": True, "yes": True, "on": True,
          "false": False, "0": False, "no": False, "off": False}
 
 
+def _check_url(value: str) -> None:
+    """A URL the HTTP client can use as it stands: no space or control character (a CRLF
+    would split the request line), a host, a numeric port; ValueError says which."""
+    from urllib.parse import urlsplit
+
+    bad = next((c for c in value if ord(c) <= 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ValueError(f"a URL without spaces or control characters (found {bad!r})")
+    parts = urlsplit(value)
+    if not parts.hostname:
+        raise ValueError("a URL with a host")
+    try:
+        _ = parts.port  # raises for a port that is not a number
+    except ValueError:
+        raise ValueError("a URL whose port is a number") from None
+
+
 def _coerce(section: str, key: str, value, from_env: bool):
     kind, _default, allowed, _help = SCHEMA[section][key]
     name = f"[{section}].{key}" if not from_env else f"MEMHEALTH_{section.upper()}_{key.upper()}"
@@ -174,6 +191,8 @@ def _coerce(section: str, key: str, value, from_env: bool):
                 raise TypeError("a string")
             if kind == "url" and value and not value.startswith(("http://", "https://")):
                 raise ValueError("an http:// or https:// URL, or \"\"")
+            if kind == "url" and value:
+                _check_url(value)
         elif kind == "int":
             if from_env:
                 try:

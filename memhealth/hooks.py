@@ -270,6 +270,36 @@ def serve_event(event: str, raw: bytes, project, conn, out, truncated: bool = Fa
         _say(f"memhealth serve: hook {event}: internal error: {type(exc).__name__}: {exc}")
 
 
+def _spill(project, record: dict, decisions: list) -> str:
+    """Put a heartbeat the store refused, and its decisions, in the spill (or its fallback);
+    whatever neither file took goes into the journal's failure line, which is small enough
+    to fit where a row did not (a full disk, a file-size limit). Returns the truthful clause
+    for stderr: where the rows are, or that they are NOT recorded."""
+    from memory_core.outbox import journal, spill
+
+    where = spill.append(project.spill_path, record)
+    lost = [{"kind": "decision", "row": {"ts_ns": time.time_ns(), **d}} for d in decisions]
+    lost = [row for row in lost if not spill.append(project.spill_path, row)]
+    if where and not lost:
+        return where.say()
+    rows = ([] if where else [{**record, "spill_cause": where.cause,
+                              "spill_error": "; ".join(where.errors)[:300]}]) + lost
+    kept = journal.failed(project.state_dir, record["trace_id"], rows)
+    if not where:
+        errors = "; ".join(where.errors)
+        return (f"recorded as a failure in {journal.path_of(project.state_dir)} (the spill refused it: {errors})"
+                if kept else where.say())
+    return where.say() + ("" if kept else "; its decision NOT recorded (the spill refused it)")
+
+
+def _confirm(session_id):
+    def confirm(conn) -> None:
+        from memory_core.delivery.cues import confirm
+
+        confirm(conn, session_id)
+    return confirm
+
+
 def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
          journaled: tuple[str, int] | None = None, timed_out: bool = False, *,
          project=None, conn=None, out=None, transport: str = "command",
@@ -345,18 +375,23 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
                 emit(hook, store_failure(exc).text(), out=out)
             except OSError as out_exc:
                 problem = f"; and stdout: {out_exc}"
-        where = spill.append(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
-                                                  "reason": reason,
-                                                  "detail": (str(exc) + (problem or ""))[:500]})
-        if hook == "prompt" and where:
-            spill.append(project.spill_path, {"kind": "decision",
-                                              "row": _error_decision(hook, payload, session_id, trace_id, reason)})
-        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
+        said = _spill(project, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error", "reason": reason,
+                                "detail": (str(exc) + (problem or ""))[:500]},
+                      [_error_decision(hook, payload, session_id, trace_id, reason)] if hook == "prompt" else [])
+        if hook == "session-end":  # the session's capture must not be lost to a held lock
+            try:
+                from memhealth import capture_worker
+
+                said += "; " + capture_worker.defer(project, cfg, payload, session_id)
+            except Exception as defer_exc:  # noqa: BLE001 - the hook still exits 0
+                said += f"; the session's capture is NOT deferred ({type(defer_exc).__name__}: {defer_exc})"
+        _say(f"memhealth hook {hook}: {exc} ({said})", 1000)
         return
 
     # 2. the work
     outcome, reason, detail = "ok", None, None
     ctx = blocks = None
+    written = False  # the context reached stdout: only then do its cue deliveries count
     problem = invalid or config_error
     root = trace.span(f"memhealth.hook {hook}", kind="internal")
     root.update({"memhealth.hook": hook, "session.id": session_id or "",
@@ -375,6 +410,7 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         if (text or ctx.notice) and hook in CONTEXT_EVENTS:
             try:
                 emitted = emit(hook, text or "", ctx.notice, out)
+                written = bool(text)
             except OSError as exc:  # BrokenPipeError and friends: the reader went away
                 ctx.problem("stdout_closed", f"could not write context to {'the HTTP response' if out else 'stdout'}: "
                             f"{exc.strerror or exc}")
@@ -400,24 +436,29 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
     decisions = ctx.decisions if ctx is not None else []
     if hook == "prompt" and not decisions:
         decisions = [_error_decision(hook, payload, session_id, trace_id, reason or "error")]
+    # in the same transaction: the context's cost by block kind, and (only when the context
+    # was written) the cue deliveries it carried, confirmed
+    confirm = _confirm(session_id) if written else None
     extra = None
-    if blocks:
-        def extra(c, _blocks=blocks):
-            costs.record(c, hook, session_id, trace_id, _blocks, time.time_ns())
+    if blocks or confirm:
+        def extra(c, _blocks=blocks, _confirm=confirm):
+            if _blocks:
+                costs.record(c, hook, session_id, trace_id, _blocks, time.time_ns())
+            if _confirm:
+                _confirm(c)
     try:
         heartbeat.finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
                          trace=trace, decisions=decisions, extra=extra)
     except MemoryCoreError as exc:
-        where = spill.append(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
-                                                  "outcome": outcome if outcome != "ok" else "error",
-                                                  "reason": reason or getattr(exc, "reason", "store"),
-                                                  "detail": (detail or str(exc))[:500]})
-        for decision in decisions:
-            # the decision goes wherever the heartbeat went: both, or the stderr line says so
-            spill.append(where.path or project.spill_path,
-                         {"kind": "decision", "row": {"ts_ns": time.time_ns(), **decision}})
-        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
-        return
+        said = _spill(project, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
+                                "outcome": outcome if outcome != "ok" else "error",
+                                "reason": reason or getattr(exc, "reason", "store"),
+                                "detail": (detail or str(exc))[:500]}, decisions)
+        _say(f"memhealth hook {hook}: {exc} ({said})", 1000)
+        return  # no end line: if the spilled row is lost, the started line still counts it
+    # the row is in the database: the started line is settled here, not by looking the row
+    # up later in a store that may have been reset since (a reset is not 5 killed prompts)
+    journal.ended(project.state_dir, trace_id)
     if journal_size is not None and journal_size > journal.DRAIN_AT_BYTES:
         try:  # no gate or serve has drained it for a while: keep it small
             journal.drain(conn, project.state_dir, cfg["hooks"]["killed_after_s"])

@@ -35,9 +35,41 @@ def _days(cfg_value: float) -> str:
 
 # -- 1 ---------------------------------------------------------------------------------------
 
+LINK_FINDINGS_WINDOW_S = 30 * DAY  # refusals older than this were re-listed since, or the file left
+
+
+def refused_links(ev) -> list[tuple[str, str]]:
+    """(path, target) of memory and docs files an ingest refused because a symbolic link
+    takes them outside the project, and that still do (a removed link clears itself)."""
+    from memory_core.ingest.filesource import LINK_OUTSIDE, escapes
+
+    since = ev.now_ns - int(LINK_FINDINGS_WINDOW_S * 1e9)
+    out = []
+    for (path,) in ev.conn.execute(
+            "SELECT DISTINCT path FROM ingest_log WHERE ts_ns > ? AND reason = ? ORDER BY path LIMIT 200",
+            (since, LINK_OUTSIDE)):
+        target = escapes(ev.root, os.path.join(ev.root, path)) if path else None
+        if target:
+            out.append((path, target))
+    return out
+
+
 def ingest_freshness(ev) -> CheckResult:
-    """RED when ingestion never ran, or a source's newest watermark is older than the budget
-    measured against the latest session activity (an idle project is not stale)."""
+    """RED when a memory or docs file is a link leading outside the project (refused, never
+    read), when ingestion never ran, or when a source's newest watermark is older than the
+    budget measured against the latest session activity (an idle project is not stale)."""
+    links = refused_links(ev)
+    if links:
+        named = "; ".join(f"{path} → {target}" for path, target in links[:5])
+        more = f" (and {len(links) - 5} more)" if len(links) > 5 else ""
+        return red(f"refused {len(links)} symbolic link(s) leading outside the project, never read: {named}{more}",
+                   "remove each link (its target is not touched): `rm "
+                   + " ".join(shlex.quote(p) for p, _t in links) + "`, or put a copy of the file in its place; "
+                   "then `memhealth ingest`")
+    return _ingest_freshness(ev)
+
+
+def _ingest_freshness(ev) -> CheckResult:
     # path '*' is the per-source run marker every ingest writes, files or not: a source with
     # only that row had nothing to read, and is not reported as "fresh"
     rows = ev.conn.execute(

@@ -20,7 +20,8 @@ INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "
 GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
 GATE_STATUSES = tuple(GATE_STATUS_VALUES)  # the enum series' closed `status` vocabulary
 EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
-                    "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
+                    "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply",
+                    "server_error")  # an error reply at once is not a wedged server
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
 OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.records.extract.KINDS

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,6 +52,9 @@ REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread
 
 
 MAX_CONNECTIONS = 64  # concurrent connections; a slowloris crowd cannot grow threads without bound
+HEADER_DEADLINE_S = 2.0  # a connection still sending headers after this yields its slot when all are taken
+SLOT_WAIT_S = 2.0        # how long a new connection waits for the slot an eviction frees
+EVICT_AT_ONCE = 8        # overdue connections closed per connection that found no slot
 
 
 class BoundedServer(ThreadingHTTPServer):
@@ -63,13 +67,21 @@ class BoundedServer(ThreadingHTTPServer):
     def __init__(self, *args, **kwargs):
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.refused = 0
+        # -- slowloris: connections still sending their headers, and when they started ------
+        self.pending: dict = {}
+        self._pending_lock = threading.Lock()
         super().__init__(*args, **kwargs)
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):
-            self.refused += 1
-            self.shutdown_request(request)
-            return
+            # every slot is taken: a connection whose headers are overdue gives its slot up,
+            # so a scrape gets through a crowd trickling header bytes (it waits a moment for
+            # the slot; a burst of real requests frees slots in milliseconds)
+            evicted = self._evict_overdue()
+            if not (evicted and self.slots.acquire(timeout=SLOT_WAIT_S)):
+                self.refused += 1
+                self.shutdown_request(request)
+                return
         try:
             super().process_request(request, client_address)
         except Exception:
@@ -77,10 +89,32 @@ class BoundedServer(ThreadingHTTPServer):
             raise
 
     def process_request_thread(self, request, client_address):
+        with self._pending_lock:
+            self.pending[request] = time.monotonic()
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self.headers_done(request)
             self.slots.release()
+
+    def headers_done(self, request) -> None:
+        with self._pending_lock:
+            self.pending.pop(request, None)
+
+    def _evict_overdue(self) -> int:
+        """Close up to EVICT_AT_ONCE connections whose headers are overdue; how many."""
+        now = time.monotonic()
+        with self._pending_lock:
+            overdue = sorted((t, id(r), r) for r, t in self.pending.items() if now - t > HEADER_DEADLINE_S)
+            for _t, _id, request in overdue[:EVICT_AT_ONCE]:
+                self.pending.pop(request, None)
+                self.refused += 1
+                try:
+                    request.shutdown(socket.SHUT_RDWR)  # its handler's read returns: the slot frees
+                except OSError:
+                    pass
+            return len(overdue[:EVICT_AT_ONCE])
+        # -- end slowloris ---------------------------------------------------------------------
 
 
 def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
@@ -118,7 +152,11 @@ def gate_probe(conn, cfg, project) -> None:
     from probes import gate
     from probes.evidence import Evidence
 
-    gate.run(Evidence(project.root, conn, cfg, witness=True))  # off the hook path: may read transcripts
+    # off the hook path: may read transcripts; a one-time notice (a store reset) is the
+    # person's to hear, not the schedule's
+    ev = Evidence(project.root, conn, cfg, witness=True)
+    ev.scheduled = True
+    gate.run(ev)
 
 
 def find_default_probe():
@@ -264,7 +302,9 @@ class Serve(ServeThreads):
                     conn.close()  # deleted or replaced under us: never probe a ghost file
                     conn = None
                 if conn is None:
-                    conn = connect(self.project.db_path)
+                    # never create it: a store deleted under serve stays missing (and /healthz
+                    # says so) until a hook or `memhealth init` makes the new one
+                    conn = connect(self.project.db_path, create=False)
                     opened = self._store_id = self.store_identity()
                 self.probe(conn, self.cfg, self.project)
                 state["last_error"] = None
@@ -415,6 +455,13 @@ class ServeHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        headers_done = getattr(self.server, "headers_done", None)
+        if headers_done is not None:  # the request line and headers are in: never evicted now
+            headers_done(self.request)
+        return ok
 
     def _send(self, code: int, body: bytes, content_type: str = "application/json",
               headers: dict | None = None) -> None:

@@ -459,7 +459,10 @@ class MultiServe(ServeThreads):
             projects[name] = {"scrape_errors": t.collector.errors, "last_scrape_error": t.collector.last_error,
                               "probe": probe, "export": t.export_last, "export_runs": t.export_runs,
                               "console": project_prefix(name) + "/", "problems": list(t.problems)}
-        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3),
+        # a registered project that is not served (deleted, unreadable, no store), or one whose
+        # store or config has a problem, is not "ok"
+        lost = bool(self.problems) or any(p["problems"] for p in projects.values())
+        return {"status": "degraded" if lost else "ok", "uptime_s": round(time.time() - self.started_at, 3),
                 "connections_refused": refused, "registry": self.registry_path,
                 "lanes": {"probe": self.probes.state(), "export": self.exports.state()},
                 "alerts_unrouted": self.unrouted, "projects": projects, "not_served": self.problems}

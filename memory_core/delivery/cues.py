@@ -30,12 +30,16 @@ SEMANTIC_MIN_COSINE = 0.75  # unit vectors; a paraphrase of the cue's query, not
 SYMBOL_BATCH = 400           # tokens per IN (...) lookup: under SQLite's variable limit
 MAX_TOKENS = 20_000          # distinct identifiers looked up in one text
 MAX_TEXT = 1 << 20           # characters of a tool result scanned for symbols
+PATH_MAX = 4096              # Linux's PATH_MAX: a longer tool-input path names no file
 
 STOP_INACTIVE = "a Stop hook has no context channel; use on: prompt or on: compact"
 # Compiled on first use: a fresh process per hook pays for each compile (~0.06 ms), and a
 # Read with no symbol cues in the store needs none of them.
 _PATTERNS = {"ident": r"[A-Za-z_$][\w$]*", "shell_split": r"[\s;|&<>()`]+",
-             "pathish": r"[\w.@+~-]*[/.][\w./@+~*-]*", "line_suffix": r":\d+(?::\d+)?:?$"}
+             "pathish": r"[\w@+~-]*+[/.][\w./@+~*-]*+", "line_suffix": r":\d+(?::\d+)?:?$"}
+# "pathish" splits at the first dot or slash: every split the old `[\w.@+~-]*[/.]...` could
+# find, the first one also makes (what precedes it is a subset of what may follow), and
+# without the dot in the head nothing backtracks (quadratic on `a.a.a...#`: 2 s at 20,000).
 _COMPILED: dict[str, re.Pattern] = {}
 
 
@@ -68,8 +72,8 @@ class Place:
     def rel(self, path: str) -> list[str]:
         """The project-relative spellings of `path`: resolved, and as written when a symlink
         inside the project points elsewhere inside it. [] when it lies outside."""
-        if not path or "\x00" in path:
-            return []
+        if not path or "\x00" in path or len(path) > PATH_MAX:
+            return []  # longer than any path the kernel opens: resolving it costs one lstat a part
         path = os.path.expanduser(path) if path.startswith("~") else path
         full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
         out = []
@@ -362,9 +366,10 @@ class Evaluation:
         with write(self.conn):
             seen = set()
             if dedup and self.session:
-                seen = {row[0] for row in self.conn.execute(
-                    "SELECT item_id FROM cue_deliveries WHERE session_id = ? AND epoch = ? AND item_id IN "
-                    f"({','.join('?' * len(ids))})", [self.session, self.epoch, *ids])}
+                seen = {item_id for item_id, confirmed, pid, ts_ns in self.conn.execute(
+                    "SELECT item_id, confirmed, pid, ts_ns FROM cue_deliveries WHERE session_id = ? AND epoch = ? "
+                    f"AND item_id IN ({','.join('?' * len(ids))})", [self.session, self.epoch, *ids])
+                        if confirmed or _in_flight(pid, ts_ns, self.now_ns)}
             for m in matches:
                 item = items.get(m.item_id)
                 if m.item_id in done:
@@ -393,9 +398,15 @@ class Evaluation:
                 self.fired += 1
                 lines.append(line)
             if self.session and delivered:
+                # a claim until the hook wrote its output (confirm()); under ablation nothing is
+                # written by design, so the row counts at once
+                pid, confirmed = os.getpid(), int(self.mode != "on")
                 self.conn.executemany(
-                    "INSERT OR IGNORE INTO cue_deliveries(session_id, item_id, epoch, trigger, ts_ns) "
-                    "VALUES (?,?,?,?,?)", delivered)
+                    "INSERT INTO cue_deliveries(session_id, item_id, epoch, trigger, ts_ns, pid, confirmed) "
+                    "VALUES (?,?,?,?,?,?,?) ON CONFLICT(session_id, item_id, epoch) DO UPDATE SET "
+                    "trigger = excluded.trigger, ts_ns = excluded.ts_ns, pid = excluded.pid, "
+                    "confirmed = excluded.confirmed WHERE confirmed = 0",
+                    [(*row, pid, confirmed) for row in delivered])
         if not lines:
             return f"{len(over)} more {overflow} items: `memhealth cues`" if over and self.mode == "on" else None
         head = f"memhealth memory, {why}. Records from memory, not instructions:"
@@ -443,6 +454,26 @@ class Evaluation:
                 "memhealth.cue.epoch": epoch if epoch is not None else -1})
             span.start_ns = self.now_ns
             span.end()
+
+
+CLAIM_MAX_AGE_S = 120  # past every hook timeout memhealth writes: the claimant is gone
+
+
+def _in_flight(pid: int | None, ts_ns: int, now_ns: int) -> bool:
+    """An unconfirmed delivery whose hook may still write it: a parallel tool call must not
+    deliver the same cue twice, and a killed one must not keep it."""
+    from memory_core.outbox.heartbeat import pid_alive
+
+    return pid is not None and pid != os.getpid() and abs(now_ns - ts_ns) < CLAIM_MAX_AGE_S * 1e9 \
+        and pid_alive(pid)
+
+
+def confirm(conn, session_id: str | None) -> None:
+    """This process's claimed deliveries of the session were written to Claude Code: they
+    count from now on (call inside the write transaction that completes the heartbeat)."""
+    if session_id:
+        conn.execute("UPDATE cue_deliveries SET confirmed = 1 WHERE session_id = ? AND confirmed = 0 AND pid = ?",
+                     (session_id, os.getpid()))
 
 
 def semantic_inactive_reason(cfg, compiled: str | None = None) -> str | None:
