@@ -718,6 +718,31 @@ def http_transport_killed_mid_session(root):
         _stop_detached(root)
 
 
+@scenario("hook_witness")
+def http_hooks_refused_for_a_stale_secret(root):
+    from tests.hook_serve import HookServe
+
+    hs = HookServe.start(root)
+    try:
+        settings = root / ".claude" / "settings.local.json"
+        settings.write_text(settings.read_text().replace(hs.secret, "f" * 64))  # an old secret
+        path = _recorded_transcript(root, "heldout-http-wrong-secret")  # every POST answered 401
+        _replay_over_http(root, "heldout-http-wrong-secret", os.path.basename(path)[:-len(".jsonl")], path)
+        red = _red(root, "hook_witness")
+        assert "PreToolUse hook failed 1 time(s) over the HTTP transport" in red["detail"], red
+        assert "stderr: HTTP 401 from" in red["detail"], red
+        commands = commands_in(red["fix"])
+        assert commands[0] == "memhealth init --transport http", red["fix"]
+        run_fix(root, commands[0])  # the project's secret back into the settings
+        time.sleep(1.0)
+        later = _recorded_transcript(root, "heldout-http-healthy")
+        _replay_over_http(root, "heldout-http-healthy", os.path.basename(later)[:-len(".jsonl")], later)
+        result = _not_red(root, "hook_witness")
+        assert result["status"] == "note" and "recorded again since" in result["detail"], result
+    finally:
+        hs.kill()
+
+
 # -- hook_transport: the HTTP hook transport -------------------------------------------------
 
 def _stop_detached(root) -> None:
