@@ -219,7 +219,8 @@ def init_command(wiring: Wiring) -> str:
 
 def hook_wiring(ev) -> CheckResult:
     """RED when an event memhealth needs is in no settings file Claude Code reads, runs
-    another command, matches too few tools, or when hooks are disabled altogether."""
+    another command (or an http entry that is not serve's hook endpoint), matches too few
+    tools, or when hooks are disabled altogether."""
     files = settings_files(ev.root)
     wiring = read_wiring(files)
     reds: list[tuple[str, str]] = []

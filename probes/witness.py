@@ -20,6 +20,10 @@ tool_use_id, prompt_id), so each event is matched to its own row:
   the settings, or not matching). A failure of an event whose row exists is another hook's.
 - rows without an event_ref (written before the column existed, or reaped from the start
   journal) match an event of their hook and session within MATCH_WINDOW_NS.
+- on the HTTP transport serve's hook runner writes the same rows with the same event_ref; a
+  refused POST (serve down: "connect ECONNREFUSED …"; a stale secret: "HTTP 401 from URL")
+  is a failure of the transport: no exit code is kept (no process ran), the URL is, and the
+  FIX starts serve where the settings point or rewrites the secret (_http_fixes).
 
 Bounded: each transcript is read from where the last reconciliation stopped (complete lines
 only; a truncated, replaced or rewritten file starts again, as the transcripts ingester's
