@@ -121,12 +121,13 @@ def _ours(command) -> bool:
 
 
 def _over_http(fail: dict, url: str | None) -> bool:
-    """Whether a failure is an http hook's: its command is a URL, or it names none and the
-    event is wired over HTTP (`url`), or its stderr is a network client's error."""
+    """Whether a failure is an http hook's: its command is a URL, or it names no command and
+    the event is wired over HTTP (`url`) or its stderr is a network client's error. A failure
+    that names a command is that command's, whatever its stderr says."""
     command = fail.get("command") or ""
-    if command.startswith(("http://", "https://")):
-        return True
-    return bool(url and not command) or bool(_NET_ERROR.search(fail.get("stderr") or ""))
+    if command:
+        return command.startswith(("http://", "https://"))
+    return bool(url) or bool(_NET_ERROR.search(fail.get("stderr") or ""))
 
 
 def _failure(att: dict) -> dict:

@@ -574,3 +574,14 @@ def test_an_http_hook_serve_refused_for_its_secret_gets_the_fix_that_writes_the_
     assert result.status == "red" and "stderr: HTTP 401 from http://127.0.0.1:" in result.detail, result
     assert re.findall(r"`(memhealth [^`]+)`", result.fix) == [
         "memhealth init --transport http", "memhealth init --transport command", "memhealth gate --ack hook_witness"]
+
+
+def test_a_failure_is_an_http_hooks_only_when_no_command_is_named_or_the_command_is_a_url():
+    refused = {"command": "", "stderr": "connect ECONNREFUSED 127.0.0.1:9464", "exit": 0}
+    assert witness._over_http(refused, None)                       # the client's error says so
+    assert witness._over_http({**refused, "stderr": "HTTP 401 from x"}, "http://127.0.0.1:9464/memhealth/hook/stop")
+    assert not witness._over_http({**refused, "stderr": "HTTP 401 from x"}, None)
+    assert witness._over_http({**refused, "command": "http://127.0.0.1:1/memhealth/hook/stop"}, None)
+    # a user's wrapper that failed talking to something: a command's failure, whatever its stderr
+    wrapper = {"command": "sh -c 'curl localhost:1'", "stderr": "connect ECONNREFUSED 127.0.0.1:1", "exit": 7}
+    assert not witness._over_http(wrapper, "http://127.0.0.1:9464/memhealth/hook/pre-tool")
