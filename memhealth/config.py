@@ -112,6 +112,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "listen": ("str", "127.0.0.1:9464", None, "host:port; loopback unless told otherwise"),
         "probe_interval_s": ("float", 60.0, (1.0, 86400.0), "background gate schedule"),
         "export_interval_s": ("float", 15.0, (1.0, 86400.0), "OTLP export schedule"),
+        # -- TLS and the bearer token (a non-loopback listen address needs all three) --
+        "tls_cert": ("str", "", None, "PEM certificate (chain) to serve HTTPS with; \"\" = plain HTTP"),
+        "tls_key": ("str", "", None, "the certificate's PEM private key"),
+        "token_file": ("str", "", None, "file holding the bearer token every request must send "
+                       "(mode 0600); \"\" = no token (loopback only)"),
     },
     "alerts": {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),

@@ -169,7 +169,19 @@ METRICS: tuple[Metric, ...] = (
            ("version", "python", "sqlite", "sqlite_vec")),
 )
 
-CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}
+# -- The serve process's own metrics (not read from a store) ----------------------------------
+# Served by `memhealth serve` and `serve --all` beside the store's series, once per process
+# (no `project` label); a store never holds them, so they are not in METRICS.
+SERVE_REFUSAL_REASONS = ("no_credentials", "bad_credentials", "tls_handshake")  # telemetry.serve_auth
+SERVE_METRICS: tuple[Metric, ...] = (
+    Metric("memhealth_serve_refused_total", "counter", "1",
+           "Requests and connections this serve refused: no_credentials / bad_credentials = no "
+           "or a wrong bearer token (nothing was read or stored), tls_handshake = a connection "
+           "that did not complete TLS (plain HTTP to the TLS port, an untrusted client).",
+           ("reason",), label_values={"reason": SERVE_REFUSAL_REASONS}),
+)
+
+CATALOG: dict[str, Metric] = {m.name: m for m in METRICS + SERVE_METRICS}
 
 
 # -- Service-level objectives ------------------------------------------------------------------
