@@ -165,8 +165,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_scrape_errors_total", "counter", "1",
            "Scrapes of this serve process that could not read the store and served the last good values."),
     Metric("memhealth_build_info", "gauge", "1",
-           "Always 1: the memhealth, Python, SQLite and sqlite-vec versions serving these metrics.",
-           ("version", "python", "sqlite", "sqlite_vec")),
+           "Always 1: the memhealth, Python, SQLite and sqlite-vec versions serving these metrics, "
+           "and the serving user's instance id on this machine (service.instance.id, a random "
+           "UUID kept in its state dir: two ids under one `machine` label are two machines).",
+           ("version", "python", "sqlite", "sqlite_vec", "instance_id")),
 )
 
 # -- The serve process's own metrics (not read from a store) ----------------------------------

@@ -86,3 +86,45 @@ def write_secret(path, value: str, mode: int = 0o600) -> str:
         fh.write(value + "\n")
     os.chmod(str(path), mode)
     return str(path)
+
+
+class Web:
+    """How a test reaches a server behind TLS and authentication: trusting `ca`, sending basic
+    auth (user, password) or a bearer token.
+
+        web = Web(ca.cert_path, user="memhealth-agent", password=pw)
+        with web.urlopen("https://127.0.0.1:9090/-/ready", timeout=2) as resp: ...
+    """
+
+    def __init__(self, ca: str, user: str | None = None, password: str | None = None,
+                 token: str | None = None):
+        import ssl
+
+        self.context = ssl.create_default_context(cafile=ca)
+        self.header = None
+        if user is not None:
+            import base64
+
+            self.header = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        elif token is not None:
+            self.header = f"Bearer {token}"
+
+    def urlopen(self, req, timeout: float = 5.0):
+        import urllib.request
+
+        if isinstance(req, str):
+            req = urllib.request.Request(req)
+        if self.header:
+            req.add_header("Authorization", self.header)
+        return urllib.request.urlopen(req, timeout=timeout, context=self.context)
+
+
+def bcrypt_web_config(path, cert: str, key: str, users: dict[str, str]) -> str:
+    """A Prometheus/Alertmanager --web.config.file at `path`: TLS and bcrypt-hashed users."""
+    import bcrypt
+    import yaml
+
+    doc = {"tls_server_config": {"cert_file": cert, "key_file": key},
+           "basic_auth_users": {u: bcrypt.hashpw(p.encode(), bcrypt.gensalt(4)).decode()
+                                for u, p in users.items()}}
+    return write_secret(path, yaml.safe_dump(doc))
