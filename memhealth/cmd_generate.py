@@ -54,6 +54,9 @@ def register(sub):
                         "(repeat): put in the central certificate beside the compose service names")
     p.add_argument("--secrets-dir", metavar="DIR", default=None,
                    help="where the team credentials go (default: compose/team/secrets under --out)")
+    p.add_argument("--pager-url", metavar="TEAM=URL", action="append", default=None,
+                   help="where a team's budgeted pages and digests go (repeat per team): written to "
+                        "secrets/pagers.env for the alert budget, never to a committed file")
     p.add_argument("--rotate-secrets", action="store_true",
                    help="replace every team credential (every agent needs the new password and CA)")
     p.set_defaults(func=run)
@@ -76,6 +79,7 @@ def run(args) -> int:
                                    tuple(args.team) if args.team else generate.TEAMS)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    pagers = _pagers(args.pager_url, options.teams)  # refused before anything is written
     if args.check:
         problems = generate.stale(out, options)
         for line in problems:
@@ -91,17 +95,39 @@ def run(args) -> int:
         print(f"wrote {rel}")
     print(f"generate: {len(changed)} file(s) changed, {len(generate.artifacts(options)) - len(changed)} "
           f"unchanged in {out}")
-    if args.team or args.central_host or args.rotate_secrets or args.secrets_dir:
-        _secrets(args, out)
+    if args.team or args.central_host or args.rotate_secrets or args.secrets_dir or args.pager_url:
+        _secrets(args, out, pagers)
     return 0
 
 
-def _secrets(args, out: str) -> None:
+def _pagers(values: list[str] | None, teams: tuple[str, ...]) -> dict[str, str] | None:
+    """{team: URL} from --pager-url TEAM=URL; UsageError for an unknown team or a bad URL."""
+    import urllib.parse
+
+    from memhealth.errors import UsageError
+
+    if not values:
+        return None
+    out = {}
+    for value in values:
+        team, _, url = value.partition("=")
+        parts = urllib.parse.urlsplit(url)
+        if team not in teams:
+            raise UsageError(f"--pager-url {team}=…: {team!r} is not one of the teams "
+                             f"({', '.join(teams)}); pass --team {team or 'NAME'}")
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(f"--pager-url {team}=…: expected an absolute http(s) URL")
+        out[team] = url
+    return out
+
+
+def _secrets(args, out: str, pagers: dict[str, str] | None) -> None:
     """The team credentials: what is missing (or everything, rotating), never printed."""
     from telemetry.team_secrets import SECRET_FILES, write_secrets
 
     directory = args.secrets_dir or os.path.join(out, "compose", "team", "secrets")
-    written = write_secrets(directory, tuple(args.central_host or ()), rotate=args.rotate_secrets)
+    written = write_secrets(directory, tuple(args.central_host or ()), rotate=args.rotate_secrets,
+                            pagers=pagers)
     for name in written:
         print(f"wrote secret {os.path.join(directory, name)} (0600): {SECRET_FILES[name]}")
     print(f"generate: {len(written)} secret file(s) written, {len(SECRET_FILES) - len(written)} kept "

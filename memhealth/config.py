@@ -129,6 +129,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
                    "the closed set of alert routes (Alertmanager receivers); any other receiver is "
                    "counted as route \"unknown\", which shares one budget"),
         "webhook_url": ("str", "", None, "optional generic webhook for pages and digests"),
+        # -- per-route pagers (the team topology's budget: each team's pages to its own pager) --
+        "route_webhooks": ("list", [], None,
+                           'ROUTE=URL entries, e.g. "team-a-page=https://pager.example/a": pages and '
+                           "digests of that route go to its URL instead of webhook_url"),
     },
 }
 

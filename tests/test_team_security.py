@@ -102,7 +102,9 @@ def test_a_second_run_keeps_every_credential_and_rotate_replaces_them(tmp_path):
     rotated = run_cli("generate", "--out", str(tmp_path / "o"), "--secrets-dir", str(secrets),
                       "--rotate-secrets")
     assert rotated.returncode == 0
-    assert all((secrets / n).read_bytes() != before[n] for n in SECRET_FILES)
+    # every credential is new; the pager list is the operator's, not a credential to rotate
+    assert all((secrets / n).read_bytes() != before[n] for n in SECRET_FILES if n != "pagers.env")
+    assert (secrets / "pagers.env").read_bytes() == before["pagers.env"]
 
 
 def test_the_generated_web_configs_hold_bcrypt_hashes_of_the_generated_passwords(generated):
@@ -126,6 +128,21 @@ def test_the_generated_web_configs_hold_bcrypt_hashes_of_the_generated_passwords
     assert bcrypt.checkpw(secret(secrets, "prometheus.password").encode(),
                           am["basic_auth_users"]["prometheus"].encode())
     assert "$2" in users["memhealth-agent"] and secret(secrets, "agent.password") not in str(prom)
+
+
+def test_pager_urls_go_to_the_secrets_dir_and_an_unknown_team_is_refused_before_writing(tmp_path):
+    ok = run_cli("generate", "--out", str(tmp_path / "o"), "--team", "search", "--team", "infra",
+                 "--pager-url", "search=https://pager.example/search")
+    assert ok.returncode == 0, ok.stderr
+    env = (tmp_path / "o" / "compose" / "team" / "secrets" / "pagers.env").read_text()
+    assert ("MEMHEALTH_ALERTS_ROUTE_WEBHOOKS=search-page=https://pager.example/search,"
+            "search-ticket=https://pager.example/search\n") in env
+    assert "pager.example" not in (tmp_path / "o" / "compose" / "team" / "alert-budget.env").read_text()
+    for bad, why in ((["--pager-url", "web=https://x.example/"], "not one of the teams"),
+                     (["--pager-url", "search=ftp://x.example/"], "http(s) URL")):
+        proc = run_cli("generate", "--out", str(tmp_path / "fresh"), "--team", "search", *bad)
+        assert proc.returncode == 2 and why in proc.stderr, proc.stderr
+        assert not (tmp_path / "fresh").exists()  # refused before anything was written
 
 
 def test_a_real_prometheus_behind_the_generated_web_config_admits_only_the_agent_password(generated, tmp_path):
@@ -238,3 +255,13 @@ def test_the_collector_schema_refuses_a_receiver_left_open(break_it):
         config["extensions"]["bearertokenauth"] = {"scheme": "Bearer"}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(config, COLLECTOR)
+
+
+def test_a_bad_route_webhooks_entry_is_said_and_left_out_never_a_crash():
+    from telemetry.alert_intake import route_webhooks
+
+    problems: list[str] = []
+    got = route_webhooks(["team-a-page=https://pager.example/a", "nonsense", "b-page=ftp://x/",
+                          "=https://x.example/"], problems)
+    assert got == {"team-a-page": "https://pager.example/a"}
+    assert len(problems) == 3 and all("expected ROUTE=https://URL" in p for p in problems)

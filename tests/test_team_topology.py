@@ -463,7 +463,7 @@ def _budget_routes() -> list[str]:
     return value.split(",")
 
 
-def budget_serve(tmp_path, secrets: Secrets) -> tuple:
+def budget_serve(tmp_path, secrets: Secrets, **extra_env: str) -> tuple:
     """(store root, the central alert budget): a real serve over TLS with the bearer token, its
     routes from the generated alert-budget.env."""
     root = tmp_path / "central"
@@ -471,7 +471,7 @@ def budget_serve(tmp_path, secrets: Secrets) -> tuple:
     assert run_cli("init", "--project", str(root), "--no-templates",
                    env=clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"))).returncode == 0
     env = clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"),
-                    MEMHEALTH_ALERTS_ROUTES=",".join(_budget_routes()))
+                    MEMHEALTH_ALERTS_ROUTES=",".join(_budget_routes()), **extra_env)
     app = ServeProcess(root, "--no-probes", "--no-export", "--tls-cert", secrets.cert,
                        "--tls-key", secrets.key, "--token-file", str(secrets.dir / "alert-budget.token"),
                        env=env, web=Web(secrets.ca.cert_path, token=secrets.values["alert-budget.token"]))
@@ -505,11 +505,17 @@ def central_am_config(app, outside: Outside) -> dict:
 def test_each_team_has_its_own_page_budget_through_a_real_alertmanager(tmp_path):
     """The generated central config in a real Alertmanager, its budget receivers at a real
     serve configured by the generated alert-budget.env, over TLS with the budget's token:
-    team-a's third page in the window folds (2 per 12 h), team-b still pages; a delivery
-    without the token is refused, stores nothing and is counted."""
+    team-a's third page in the window folds (2 per 12 h), team-b still pages, each team's
+    pages reach its own pager (`generate --pager-url`); a delivery without the token is
+    refused, stores nothing and is counted."""
     secrets = Secrets(tmp_path / "team")
-    root, app = budget_serve(tmp_path, secrets)
     outside = Outside()
+    made = run_cli("generate", "--out", str(tmp_path / "out"), "--secrets-dir", str(tmp_path / "gen"),
+                   "--pager-url", f"team-a={outside.url}/pager-a", "--pager-url", f"team-b={outside.url}/pager-b")
+    assert made.returncode == 0, made.stderr
+    (line,) = [x for x in (tmp_path / "gen" / "pagers.env").read_text().splitlines() if not x.startswith("#")]
+    key, value = line.split("=", 1)
+    root, app = budget_serve(tmp_path, secrets, **{key: value})
     am = None
     try:
         config = central_am_config(app, outside)
@@ -538,6 +544,16 @@ def test_each_team_has_its_own_page_budget_through_a_real_alertmanager(tmp_path)
         assert 'memhealth_alert_budget_remaining{route="team-a-page"} 0.0' in text
         assert 'memhealth_alert_budget_remaining{route="team-b-page"} 1.0' in text
         assert 'route="unknown"' not in text
+        # each team's pager got its own pages (and team-a its budget's meta-alert), no other's
+
+        def paged(path: str) -> list[tuple[str, str]]:
+            return [(d["route"], d.get("alertname", "")) for p, body in outside.received
+                    if p == path for d in body.get("decisions", [])]
+        wait_for("both pagers called", lambda: paged("/pager-a") and paged("/pager-b"), timeout=20)
+        assert {r for r, _ in paged("/pager-a")} == {"team-a-page"}
+        assert sorted(n for _, n in paged("/pager-a")) == [
+            "MemhealthAlertBudgetExhausted", "MemhealthEmbeddingDown", "MemhealthEmbeddingDown"]
+        assert paged("/pager-b") == [("team-b-page", "MemhealthEmbeddingDown")]
         # a delivery that does not come from this Alertmanager (no token, or another): 401
         # before the body is read, nothing in the sink, counted
         stored = len(sink(root))
