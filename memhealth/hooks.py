@@ -147,35 +147,24 @@ def session_id_of(payload: dict) -> str | None:
     return None
 
 
-_HARNESS_TAG = None
-
-
 def neutralize(text: str) -> str:
-    """Break markup that could open or close the harness's own tags (`<system-reminder>`,
-    `</system-reminder>`, and every tag of memory_core.intent's machine-turn shapes): their
-    `<` becomes `‹`, so a memory file cannot end our frame and speak as the harness. The
-    single emit point applies it to everything a hook injects."""
-    global _HARNESS_TAG
-    if "<" not in text:
-        return text
-    if _HARNESS_TAG is None:
-        import re
+    """Break markup that could speak as the harness or a tool, and quote text that addresses
+    the agent as an instruction (memhealth/neutralize.py). The single emit point applies it to
+    everything a hook injects."""
+    from memhealth.neutralize import neutralize as counted
 
-        from memory_core.intent import SYSTEM_TURN_PREFIXES
-
-        names = sorted({p[1:].rstrip(">") for p in SYSTEM_TURN_PREFIXES if p.startswith("<")}, key=len,
-                       reverse=True)
-        _HARNESS_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + r")(?![\w-]))",
-                                  re.IGNORECASE)
-    return _HARNESS_TAG.sub("\u2039", text)
+    return counted(text)[0]
 
 
-def emit(event: str, text: str, notice: str | None = None) -> None:
+def emit(event: str, text: str, notice: str | None = None) -> dict[str, int]:
     """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller.
-    `notice` goes to `systemMessage`: shown to the user, not the model (REFERENCE §1)."""
+    `notice` goes to `systemMessage`: shown to the user, not the model (REFERENCE §1).
+    Returns what was neutralized, {kind: count}."""
+    from memhealth.neutralize import neutralize as counted
     from memory_core.text import clean, clip
 
-    text = clip(neutralize(clean(text)), MAX_CONTEXT_CHARS)
+    text, found = counted(clean(text))
+    text = clip(text, MAX_CONTEXT_CHARS)
     body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
     if notice:
         body["systemMessage"] = clip(notice, MAX_CONTEXT_CHARS)
@@ -184,6 +173,22 @@ def emit(event: str, text: str, notice: str | None = None) -> None:
     while view:
         written = os.write(1, view)
         view = view[written:]
+    return found
+
+
+def _count_neutralized(conn, found: dict[str, int], span) -> None:
+    """memhealth_injection_neutralized_total{kind} and a span attribute; a locked store costs
+    the count, never the hook."""
+    from memory_core.outbox import bump
+    from memory_core.tx import write
+
+    span.set("memhealth.neutralized", ",".join(f"{k}={n}" for k, n in sorted(found.items())))
+    try:
+        with write(conn):
+            for kind, n in found.items():
+                bump(conn, "memhealth_injection_neutralized_total", {"kind": kind}, n)
+    except MemoryCoreError:
+        pass
 
 
 def _say(line: str, limit: int = 300) -> None:
@@ -326,9 +331,12 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         text = handlers.HANDLERS[hook](ctx)
         if (text or ctx.notice) and hook in CONTEXT_EVENTS:
             try:
-                emit(hook, text or "", ctx.notice)
+                found = emit(hook, text or "", ctx.notice)
             except OSError as exc:  # BrokenPipeError and friends: the reader went away
+                found = None
                 ctx.problem("stdout_closed", f"could not write context to stdout: {exc.strerror or exc}")
+            if found:
+                _count_neutralized(conn, found, root)
         if ctx.problems:
             reason, detail = ctx.problems[0]
             outcome = "error"

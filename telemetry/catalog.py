@@ -31,6 +31,7 @@ MCP_OUTCOMES = ("ok", "error")
 # Cue-anchored delivery (memory_core.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
+NEUTRALIZED_KINDS = ("harness_tag", "tool_markup", "instruction")  # memhealth.neutralize.KINDS
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -131,6 +132,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_capture_queue_depth", "gauge", "1",
            "Capture queues: candidates pending triage (triage) and session boundaries not "
            "captured yet (work).", ("queue",)),
+    # -- what the emit point neutralized in injected text (memhealth/neutralize.py) --
+    Metric("memhealth_injection_neutralized_total", "counter", "1",
+           "Findings neutralized in injected memory before Claude read it: harness_tag / "
+           "tool_markup = markup that could speak as the harness or a tool (its `<` broken), "
+           "instruction = text addressing the agent as an instruction (quoted and labelled).",
+           ("kind",), label_values={"kind": NEUTRALIZED_KINDS}),
     Metric("memhealth_cue_evaluations_total", "counter", "1",
            "Cue evaluations by trigger and outcome (fired, or the reason it was skipped); every "
            "tool call, prompt and session start writes at least one.", ("trigger", "outcome"),
