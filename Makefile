@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test system-deps e2e-cli bench lint generate check-generated clean
+.PHONY: demo test test-fast system-deps e2e-cli bench lint generate check-generated clean
 
 # Editable install with a static .pth (pyproject.toml: package-dir): no import finder runs in
 # every hook's interpreter, and no deprecated compat mode.
@@ -44,13 +44,17 @@ e2e-cli: $(STAMP)
 test: system-deps $(STAMP) e2e-cli
 	$(PY) -m pytest -q
 
+# The inner loop: everything but the tests marked slow (real servers, browsers, the CLI).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-# dashboards/, alerts/ and compose/ are generated from telemetry/catalog.py and committed.
+# dashboards/, alerts/, compose/ and docs/reference/ are generated from the code and committed.
 generate: $(STAMP)
 	$(VENV)/bin/memhealth generate
 

@@ -64,7 +64,7 @@ def write_transcript(path: str, mb: int = TARGET_MB) -> int:
 
 
 def _db(root: str):
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     return connect(os.path.join(root, ".memhealth", "memory.db"))
 

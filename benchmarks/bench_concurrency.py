@@ -1,5 +1,5 @@
 """16 concurrent hook processes: lost heartbeat rows, lock errors, and p50/p99 wall time as
-ratios to the interpreter floor measured in the same run (DESIGN.md, Performance)."""
+ratios to the interpreter floor measured in the same run (docs/internals/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def bench(quick: bool = False) -> list[dict]:
             t.join(600)
         wall = time.perf_counter() - t0
 
-        from memory_core.db import connect
+        from memory_core.store.db import connect
 
         conn = connect(os.path.join(root, ".memhealth", "memory.db"))
         rows = conn.execute("SELECT count(*) FROM heartbeats WHERE hook != 'gate'").fetchone()[0]

@@ -32,8 +32,8 @@ def populate(db_path: str, n: int) -> None:
     """`n` decision rows, prompt heartbeats and doc chunks, over 30 days in 200 sessions, with
     the rollups the hooks would have written alongside, 20 cued memory items and the cue
     audit up to its retention."""
-    from memory_core.cues import AUDIT_KEEP_ROWS
-    from memory_core.db import connect, write
+    from memory_core.delivery.cues import AUDIT_KEEP_ROWS
+    from memory_core.store.db import connect, write
 
     conn = connect(db_path)
     now = time.time_ns()
@@ -69,7 +69,7 @@ def populate(db_path: str, n: int) -> None:
             SELECT 'memhealth_hook_invocations_total', json_object('hook', hook, 'outcome', outcome), count(*)
             FROM heartbeats GROUP BY hook, outcome""")
         # 20 memory items with symbol cues, and the cue evaluations of each prompt as the hooks
-        # write them, up to the audit's retention (memory_core.cues.AUDIT_KEEP_ROWS)
+        # write them, up to the audit's retention (memory_core.delivery.cues.AUDIT_KEEP_ROWS)
         conn.executemany("INSERT INTO memory_items(path, line, name, kind, pinned, recorded_ns, body, source_hash, "
                          "updated_ns) VALUES (?, 5, ?, 'gotcha', ?, ?, 'body', 'h', ?)",
                          [(f".memhealth/memory/m{j}.md", f"item-{j}", int(j < 2), now, now) for j in range(20)])
@@ -156,7 +156,7 @@ def bench(quick: bool = False) -> list[dict]:
             f"/memory with {big_n:,} chunks and a full cue audit (absolute, this machine)"),
         row("console_memory_first_page_100k_vs_1k", round(big["memory"] / small["memory"], 3), "ratio", "",
             f"/memory with {big_n:,} chunks vs {small_n:,}: the chunk pages are flat; the items' fired counts "
-            "(memory_core.cuespec.list_cues) scan the cue audit, bounded by its retention (50,000 rows)"),
+            "(memory_core.items.compile.list_cues) scan the cue audit, bounded by its retention (50,000 rows)"),
         row("console_memory_deep_vs_first_page_100k", round(big["memory_deep"] / big["memory"], 3), "ratio", "<= 1.5",
             "a /memory page 99% of the way back vs the first"),
         row("console_health_ms_100k", round(big["health"], 2), "ms", "",

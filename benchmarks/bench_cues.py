@@ -66,7 +66,7 @@ def repeated_compaction(tmp: str, compactions: int) -> dict:
         text = _hook(root, "session-start", {**base, "hook_event_name": "SessionStart", "source": "compact"})
         points.append(sum(f"] {n} (" in (text or "") and f"code is {1000 + i * 37}" in text
                           for i, n in enumerate(facts)))
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     audited = [n for (n,) in conn.execute(
@@ -160,8 +160,8 @@ def evaluation_cost(root: str, repeat: int = 300) -> dict[str, float]:
     heartbeat-only work): touches, indexed lookups, the dedup transaction, audit and rollups."""
     import time
 
-    from memory_core import cues
-    from memory_core.db import connect
+    from memory_core.delivery import cues
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     place = cues.Place(root, root)

@@ -12,7 +12,7 @@ naming anything but the expected inventory entry is false); recall is over re-pr
 that got one. Real-text rules were chosen on httpx; requests and starlette are held out.
 Set 3 (45 prompts over requests and starlette) was written and committed before the rules
 that read identifiers and new members of a category were run on it: its row is reported
-apart (its blind first run is in the README).
+apart (its blind first run is in docs/internals/benchmarks.md).
 """
 
 from __future__ import annotations

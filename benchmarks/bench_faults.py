@@ -91,7 +91,7 @@ def bench(quick: bool = False) -> list[dict]:
 
         # the first gate after the run drains whatever is still spilled or journaled
         subprocess.run(cmd + ["gate"], cwd=root, capture_output=True)
-        from memory_core.db import connect
+        from memory_core.store.db import connect
 
         conn = connect(os.path.join(root, ".memhealth", "memory.db"))
         q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731

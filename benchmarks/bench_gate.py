@@ -28,7 +28,7 @@ DIM = 8
 
 def _project(tmp: str) -> str:
     """A project set up by `memhealth init`, ingested (watermarks), embedded (vectors)."""
-    from memory_core.db import connect, load_vec, write
+    from memory_core.store.db import connect, load_vec, write
 
     root = os.path.join(tmp, "proj")
     os.makedirs(root)

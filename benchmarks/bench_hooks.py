@@ -23,7 +23,7 @@ def _project(tmp: str, chunks: int, transcripts: bool = False) -> str:
     os.makedirs(root)
     subprocess.run(memhealth_cmd() + ["init", "--project", root], check=True, capture_output=True)
     if chunks:
-        from memory_core.db import connect, write
+        from memory_core.store.db import connect, write
 
         conn = connect(os.path.join(root, ".memhealth", "memory.db"))
         seed_chunks(conn, chunks)

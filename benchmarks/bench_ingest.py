@@ -58,8 +58,8 @@ def config(url: str = "", dim: int = 64):
 
 
 def ingest_once(root: str, cfg) -> tuple[float, object]:
-    from memory_core.db import connect
     from memory_core.ingest import run_ingest
+    from memory_core.store.db import connect
 
     db = os.path.join(root, "memory.db")
     for suffix in ("", "-wal", "-shm"):
@@ -75,8 +75,8 @@ def ingest_once(root: str, cfg) -> tuple[float, object]:
 
 
 def bench(quick: bool) -> list[dict]:
-    from memory_core.db import connect, vec_unavailable_reason
     from memory_core.ingest import run_ingest
+    from memory_core.store.db import connect, vec_unavailable_reason
 
     rows = []
     tmp = tempfile.mkdtemp(prefix="memhealth-bench-ingest-")
@@ -91,7 +91,7 @@ def bench(quick: bool) -> list[dict]:
         standin = os.path.join(REPO, "tests", "ollama_standin.py")
         reason = vec_unavailable_reason()
         if os.path.exists(standin) and not reason:
-            from memory_core.embed import forget_process_state
+            from memory_core.index.embed import forget_process_state
             from tests.ollama_standin import OllamaStandin
 
             forget_process_state()

@@ -61,7 +61,7 @@ def _env() -> dict:
 
 
 def _project(tmp: str, n: int) -> tuple[str, float]:
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     root = os.path.join(tmp, f"p{_label(n)}")
     os.makedirs(root)
@@ -96,8 +96,8 @@ def _queries(n: int) -> list[str]:
 def _search_ms(root: str, n: int, rounds: int) -> tuple[list[float], list[float]]:
     """Milliseconds per search: (queries naming rare tokens, queries of common words only)."""
     from memhealth.config import defaults
-    from memory_core.db import connect
-    from memory_core.search import search
+    from memory_core.index.search import search
+    from memory_core.store.db import connect
 
     cfg = defaults()
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
@@ -136,8 +136,8 @@ def _ingest(root: str, quick: bool) -> tuple[float, int, float]:
     """(chunks/s of a fresh 300-file slice, chunks added, median no-op re-ingest seconds)."""
     from bench_ingest import config, make_corpus
 
-    from memory_core.db import connect
     from memory_core.ingest import run_ingest
+    from memory_core.store.db import connect
 
     make_corpus(root, SLICE_FILES)
     cfg = config()
@@ -172,7 +172,7 @@ def _hooks(root: str, base: float, repeat: int) -> dict[str, float]:
         "session-start": {**common, "hook_event_name": "SessionStart", "source": "startup"},
     }
     out = {}
-    # the first prompt counts its common words once (memory_core.docfreq keeps them); the
+    # the first prompt counts its common words once (memory_core.index.docfreq keeps them); the
     # median below is every prompt after it
     first = time_cmd(cmd + ["hook", "prompt"], stdin=json.dumps(cases["prompt"]).encode(), env=_env(),
                      cwd=root, repeat=1, warmup=0)

@@ -33,7 +33,7 @@ def _le_case() -> str:
 
 def populate(db_path: str, n_rows: int) -> None:
     """`n_rows` completed heartbeats over 30 days, a few open ones, and matching rollups."""
-    from memory_core.db import connect, write
+    from memory_core.store.db import connect, write
 
     conn = connect(db_path)
     now = time.time_ns()

@@ -88,7 +88,8 @@ class _Clustered:
 
 def build(path: str, n: int, seed: int = 7) -> tuple[list[str], list[list[float]]]:
     """A store of `n` synthetic chunks with vectors; returns (queries, query vectors)."""
-    from memory_core import db, vectors
+    from memory_core.index import vectors
+    from memory_core.store import db
 
     rnd = random.Random(seed)
     vector = _Clustered(seed)
@@ -123,7 +124,7 @@ def _cumulative(n: int):
 @contextmanager
 def _exact_scan():
     """search() with knn's exact scan at any size, for the comparison row."""
-    from memory_core import vectors
+    from memory_core.index import vectors
 
     saved = vectors.EXACT_BELOW
     vectors.EXACT_BELOW = math.inf
@@ -135,8 +136,8 @@ def _exact_scan():
 
 def measure(path: str, queries: list[str], qvecs: list[list[float]]) -> dict[str, list[float]]:
     from memhealth.config import defaults
-    from memory_core import db
-    from memory_core.search import search
+    from memory_core.index.search import search
+    from memory_core.store import db
 
     cfg = defaults()  # url "": the embedding call is never made
     conn = db.connect(path)
@@ -168,7 +169,8 @@ def measure(path: str, queries: list[str], qvecs: list[list[float]]) -> dict[str
 
 def recall(path: str, qvecs: list[list[float]], k: int) -> float:
     """Mean share of the exact scan's k nearest that the fast path also returns."""
-    from memory_core import db, vectors
+    from memory_core.index import vectors
+    from memory_core.store import db
 
     conn = db.connect(path)
     try:

@@ -1,6 +1,6 @@
 """What the team topology costs, measured from a real scrape: series per project, samples per
 second at the shipped 15 s scrape interval, remote-write bytes per sample, and central disk
-per sample. The README's "Team topology" sizing table is this arithmetic.
+per sample. The sizing table in docs/how-to/team-topology.md is this arithmetic.
 
 One developer machine: five projects `memhealth init`ed and ingested, each driven through a
 session by the real hooks (session start, prompts with and without intent, a tool call,
@@ -159,7 +159,7 @@ def _export(base: str, env) -> tuple[int, int]:
 
 
 def _count_rows(base: str, sql: str) -> int:
-    from memory_core.db import sqlite3
+    from memory_core.store.db import sqlite3
 
     total = 0
     for name in PROJECTS:

@@ -87,7 +87,7 @@ def seed_chunks(conn, n: int, seed: int = 7, bulk: bool = False) -> None:
     a trigger firing per row. Same rows, same order, for the same seed either way."""
     import random
 
-    from memory_core.db import write
+    from memory_core.store.db import write
 
     rng = random.Random(seed)
     rows = ((f"docs/f{i // 10}.md", " ".join(rng.choices(WORDS, k=3)),

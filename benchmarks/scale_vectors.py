@@ -77,8 +77,8 @@ def _project(tmp: str, n: int, url: str) -> tuple[str, float, list[list[float]]]
     """(root, seconds to store the vectors, query vectors)."""
     from bench_search import _Clustered
 
-    from memory_core import vectors
-    from memory_core.db import connect, write
+    from memory_core.index import vectors
+    from memory_core.store.db import connect, write
 
     root = os.path.join(tmp, f"v{_label(n)}")
     os.makedirs(root)
@@ -113,7 +113,7 @@ def _project(tmp: str, n: int, url: str) -> tuple[str, float, list[list[float]]]
 def _table_bytes(root: str) -> dict[str, int]:
     """Bytes per table family (pages counted with `PRAGMA page_count` per b-tree is not
     available without dbstat; this sums the vector tables' payload instead)."""
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(_db(root))
     try:
@@ -128,9 +128,9 @@ def _table_bytes(root: str) -> dict[str, int]:
 def _knn(root: str, queries: list[list[float]], n: int) -> dict:
     """KNN and hybrid latencies, recall of the quantized path against the exact scan."""
     from memhealth.config import defaults
-    from memory_core import vectors
-    from memory_core.db import connect
-    from memory_core.search import search
+    from memory_core.index import vectors
+    from memory_core.index.search import search
+    from memory_core.store.db import connect
 
     cfg = defaults()
     conn = connect(_db(root))
@@ -261,7 +261,7 @@ FIGURES = [  # (key, name, unit, on the hook path: must not grow)
 
 
 def bench(quick: bool = False, base: float | None = None, sizes=None) -> list[dict]:
-    from memory_core.db import vec_unavailable_reason
+    from memory_core.store.db import vec_unavailable_reason
     from tests.ollama_standin import OllamaStandin
 
     reason = vec_unavailable_reason()

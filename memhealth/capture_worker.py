@@ -2,7 +2,7 @@
 
     python -m memhealth.capture_worker /path/to/project     # spawned, never run inline by a hook
 
-SessionEnd records the boundary (memory_core.capture_store.record_boundary) and spawns this
+SessionEnd records the boundary (memory_core.records.queue.record_boundary) and spawns this
 worker in its own session (start_new_session: Claude Code killing the hook's process group
 does not reach it) with stdin, stdout and stderr on /dev/null. The worker writes its own
 heartbeat row (hook label "capture"), captures every pending boundary under the store's
@@ -35,7 +35,7 @@ def spawn(root: str) -> int:
 def boundary(ctx) -> int | None:
     """SessionEnd: queue the session's transcript bytes, then hand off to a worker.
     Returns the worker's pid (None when capture is off and nothing was spawned)."""
-    from memory_core.capture_store import record_boundary
+    from memory_core.records.queue import record_boundary
 
     path = ctx.payload.get("transcript_path")
     if ctx.cfg["capture"]["enabled"] and isinstance(path, str) and path:
@@ -50,7 +50,7 @@ def boundary(ctx) -> int | None:
 def resume(ctx) -> int | None:
     """SessionStart: spawn a worker when boundaries wait and no live worker holds the lease
     (never capture inline: SessionStart carries the gate). The worker's pid, or None."""
-    from memory_core.capture_store import lease_holder, work_pending
+    from memory_core.records.queue import lease_holder, work_pending
 
     if not ctx.cfg["capture"]["enabled"] or not work_pending(ctx.conn):
         return None
@@ -65,11 +65,11 @@ def run(root: str) -> int:
     """The worker body: heartbeat, capture under the lease, ingest; 0 ok, 1 error."""
     from memhealth.config import load
     from memhealth.project import Project
-    from memory_core import heartbeat
-    from memory_core.capture_store import run_pending, settings
-    from memory_core.db import connect
     from memory_core.ingest import run_ingest
-    from memory_core.outbox import Trace
+    from memory_core.outbox import heartbeat
+    from memory_core.outbox.spans import Trace
+    from memory_core.records.queue import run_pending, settings
+    from memory_core.store.db import connect
 
     project = Project(root)
     cfg = load(project.state_dir)

@@ -17,6 +17,32 @@ import sys
 COMMANDS = ["init", "hook", "gate", "ingest", "triage", "search", "embed", "serve", "export", "report", "ablation",
             "demo", "generate", "remember", "cues", "forget", "mcp"]
 
+# How `memhealth --help` groups them (a test keeps every command in exactly one group).
+GROUPS = (
+    ("set up", ("init", "demo")),
+    ("every day", ("ingest", "search", "gate", "triage", "remember", "cues", "forget")),
+    ("run alongside", ("serve", "export", "embed", "mcp")),
+    ("measure", ("report", "ablation")),
+    ("build", ("generate",)),
+    ("called by Claude Code", ("hook",)),
+)
+EXAMPLES = (
+    "memhealth init && memhealth ingest && memhealth gate",
+    'memhealth search "wal checkpoint" --limit 5',
+    "memhealth triage                       # decide on what session ends captured",
+    "memhealth remember \"never reorder migrations\" --path 'db/migrations/**'",
+    "memhealth serve                        # console, /metrics, probes: http://127.0.0.1:9464/",
+    "memhealth gate --json                  # one JSON object, errors too",
+)
+
+
+def _epilog() -> str:
+    lines = ["commands by use:"]
+    lines += [f"  {group + ':':<23}{', '.join(names)}" for group, names in GROUPS]
+    lines += ["", "examples:"] + [f"  {example}" for example in EXAMPLES]
+    lines += ["", "`memhealth COMMAND --help` for a command's options; docs/reference/cli.md for all."]
+    return "\n".join(lines)
+
 
 def build_parser():
     import argparse
@@ -25,7 +51,8 @@ def build_parser():
     from memhealth import __version__
 
     parser = argparse.ArgumentParser(
-        prog="memhealth", allow_abbrev=False,
+        prog="memhealth", allow_abbrev=False, epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Per-project memory for Claude Code, with a health gate, heartbeats and "
                     "OpenTelemetry/Prometheus export.")
     parser.add_argument("--version", action="version", version=f"memhealth {__version__}")
@@ -50,13 +77,16 @@ def caught_errors() -> tuple[type[BaseException], ...]:
 def _refuse_foreign(args, foreign: list[tuple[str, str]]) -> int:
     """Another distribution's `telemetry` (or `probes`, `memory_core`) would run under our
     name: the gate says so as its verdict, every other command as one line; exit 1."""
-    import json
 
     from memhealth import install_check
 
     if args.command == "gate":
-        print(json.dumps(install_check.verdict_json(foreign)) if getattr(args, "json", False)
-              else install_check.verdict_text(foreign), flush=True)
+        if getattr(args, "json", False):
+            from memhealth.cliutil import emit_json
+
+            emit_json(install_check.verdict_json(foreign))
+        else:
+            print(install_check.verdict_text(foreign), flush=True)
     else:
         print(f"memhealth {args.command}: RED install: {install_check.detail(foreign)}  "
               f"FIX: {install_check.FIX}", file=sys.stderr)
@@ -83,8 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.func(args)
     except caught as exc:
-        print(f"memhealth {args.command}: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", 1)
+        exit_code = getattr(exc, "exit_code", 1)
+        if getattr(args, "json", False):
+            from memhealth.cliutil import json_error
+
+            json_error(args.command, str(exc), exit_code)
+        else:
+            print(f"memhealth {args.command}: {exc}", file=sys.stderr)
+        return exit_code
     except KeyboardInterrupt:
         print(f"memhealth {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -23,8 +23,13 @@ from contextlib import contextmanager
 
 from memhealth.errors import ProjectNotFound, UsageError
 
-__all__ = ["PROJECT_HELP", "ProjectContext", "UsageError", "add_json_option", "add_parser",
-           "add_project_option", "open_project", "positive_float", "positive_int", "project_root"]
+__all__ = ["JSON_VERSION", "PROJECT_HELP", "ProjectContext", "UsageError", "add_json_option",
+           "add_limit_option", "add_parser", "add_project_option", "emit_json", "json_error",
+           "open_project", "positive_float", "positive_int", "project_root"]
+
+# Every `--json` output is one object on one line with this key first; it grows when a field
+# changes meaning or goes away (added fields do not change it).
+JSON_VERSION = 1
 
 PROJECT_HELP = ("project directory; the nearest .memhealth/ at or above it is used "
                 "(default: the current directory)")
@@ -36,13 +41,90 @@ def add_parser(sub, name: str, **kwargs) -> argparse.ArgumentParser:
     return sub.add_parser(name, allow_abbrev=False, **kwargs)
 
 
-def add_project_option(parser: argparse.ArgumentParser) -> None:
+def _child_default(default, child: bool):
+    """A sub-action's copy of a shared option keeps the command's value: argparse would
+    otherwise overwrite `memhealth cues --json audit` with the sub-action's default."""
+    return argparse.SUPPRESS if child else default
+
+
+def add_project_option(parser: argparse.ArgumentParser, child: bool = False) -> None:
     """`--project DIR`, the same flag, default and help in every command."""
-    parser.add_argument("--project", default=None, metavar="DIR", help=PROJECT_HELP)
+    parser.add_argument("--project", default=_child_default(None, child), metavar="DIR", help=PROJECT_HELP)
 
 
-def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
-    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+def add_json_option(parser: argparse.ArgumentParser, what: str = "the result", child: bool = False) -> None:
+    parser.add_argument("--json", action="store_true", default=_child_default(False, child),
+                        help=f"print {what} as one JSON object (errors too)")
+
+
+def add_limit_option(parser: argparse.ArgumentParser, default: int, what: str = "results",
+                     aliases: tuple[str, ...] = (), child: bool = False) -> None:
+    """`--limit N`, the result-size flag of every command that lists (older spellings kept as
+    aliases)."""
+    parser.add_argument("--limit", *aliases, dest="limit", type=positive_int,
+                        default=_child_default(default, child), metavar="N",
+                        help=f"at most N {what} (default: {default})")
+
+
+# What each command's `--json` object holds (besides "version"), for docs/reference/json.md;
+# a test runs the commands and fails on a field that is not listed here.
+JSON_FIELDS: dict[str, dict[str, str]] = {
+    "(every command, on error)": {
+        "command": "the command that failed", "error": '{"message": ..., "exit": N}: the one-line error and the exit code'},
+    "gate": {"total": "checks run", "green": "checks GREEN", "red": "checks RED",
+             "checks": "one object per check: name, status, state, detail, fix, duration_ms"},
+    "ingest": {"sources": "per source: files seen and changed, chunks added and removed, errors",
+               "files_seen": "files read", "files_changed": "files whose content changed",
+               "chunks_added": "chunks indexed", "chunks_removed": "chunks dropped",
+               "errors": "files or records that could not be read", "elapsed_s": "wall seconds",
+               "budget_s": "the run's budget", "budget_exhausted": "true when the budget ran out",
+               "vectors": "the vector leg: state, embedded, with_vector, chunks",
+               "capture": "capture work the run finished (when there was any)"},
+    "search": {"query": "the query as given", "limit": "results asked for", "tokens": "query words used",
+               "hits": "results: chunk_id, source, path, line_start, line_end, score, legs, title, snippet",
+               "legs_answered": "bm25, vector", "degraded": "why a leg was left out, or null",
+               "degraded_detail": "the reason in words", "timings_ms": "per leg"},
+    "embed": {"stored": "vectors stored", "refused": "texts refused", "pruned": "orphan vectors removed",
+              "seconds": "wall seconds", "with_vector": "chunks with a vector", "chunks": "all chunks",
+              "coverage": "with_vector / chunks", "dim": "the vector width", "model": "the model",
+              "error": "the embedding error, or null"},
+    "export": {"ok": "the run shipped everything", "spans_sent": "spans shipped",
+               "metrics_sent": "metric points shipped", "backlog": "spans still waiting",
+               "dropped": "spans dropped by the outbox bound", "malformed": "rows that could not be read",
+               "disabled": "no exporter configured", "seconds": "wall seconds", "error": "why it failed, or null"},
+    "report": {"window": "the window in days and its bounds", "invocations": "per hook: ok, error, killed",
+               "failures": "per hook and reason", "killed": "hooks killed before completing",
+               "injection": "decisions by outcome, characters injected", "cues": "cue evaluations by outcome",
+               "gate": "gate runs by verdict", "alerts": "alert decisions", "degradations": "by component",
+               "telemetry": "export lag and backlog",
+               "schedule": "report --ablation: the ablation schedule",
+               "history": "report --ablation: the schedules registered before",
+               "arms": "report --ablation: per arm, the outcomes compared"},
+    "triage": {"candidates": "list: id, kind, state, title, statement, transcript, line, also",
+               "action": "a decision: confirm, reject, retitle or merge", "id": "the candidate decided",
+               "result": "what the decision did, in words", "applied": "--apply: decisions applied",
+               "failed": "--apply: decisions that failed", "decisions": "--apply: one result per entry"},
+    "cues": {"cues": "list: one memory item with its cues and each cue's state",
+             "audit": "cues audit: the newest evaluations"},
+    "ablation": {"schedule": "the schedule with `now` (the arm in force) and `active`, or null"},
+    "remember": {"id": "the item", "name": "its name", "kind": "its kind", "path": "the memory file",
+                 "pinned": "delivered at every session start", "cues": "its compiled cues"},
+    "forget": {"id": "the item deleted", "name": "its name", "path": "the memory file deleted"},
+}
+
+
+def emit_json(obj: dict, file=None) -> None:
+    """Print one `--json` result: `{"version": JSON_VERSION, ...obj}` on one line."""
+    import json
+    import sys
+
+    print(json.dumps({"version": JSON_VERSION, **obj}, ensure_ascii=False, default=str),
+          file=file or sys.stdout, flush=True)
+
+
+def json_error(command: str, message: str, exit_code: int) -> None:
+    """An error under `--json`: the same object shape, on stdout, with the exit code."""
+    emit_json({"command": command, "error": {"message": message, "exit": exit_code}})
 
 
 def _number(text: str, kind):
@@ -99,7 +181,7 @@ def open_project(args, *, store: bool = True, create: bool = True) -> Iterator[P
     if not store:
         yield ProjectContext(project, cfg, None)
         return
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(project.db_path, create=create)
     try:

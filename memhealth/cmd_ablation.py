@@ -1,4 +1,4 @@
-"""`memhealth ablation`: the pre-registered ablation protocol (paper §8).
+"""`memhealth ablation`: the pre-registered ablation protocol (Memory as Infrastructure §8).
 
 `start injection-off|gate-off --days N` fixes the schedule before any outcome is seen
 (alternating 24-hour days, printed), `status` says which arm is in force, `stop` ends it
@@ -17,27 +17,35 @@ from memhealth.cliutil import (
     add_project_option,
     positive_int,
 )
+from memhealth.errors import MemhealthError
 
 
 def register(sub):
     p = add_parser(
         sub, "ablation", help="pre-registered ablation: injection-off or gate-off on alternating days",
-        description="Pre-register an ablation (paper §8): `start injection-off|gate-off --days N` "
+        description="Pre-register an ablation (Memory as Infrastructure §8): `start injection-off|gate-off --days N` "
                     "fixes alternating 24-hour days between the ablated arm and the baseline, from now "
                     "(or --start, which may only be later), and prints them; on ablated days the hooks "
                     "run with [injection].mode or [gate].mode = \"off\" and telemetry stays on. "
                     "`status` prints the schedule and the arm in force; `stop` ends it early. "
                     "Compare the arms with `memhealth report --ablation`.")
-    p.add_argument("action", choices=("start", "status", "stop"))
-    p.add_argument("arm", nargs="?", choices=("injection-off", "gate-off"), help="what start ablates")
-    p.add_argument("--days", type=positive_int, default=None, metavar="N",
-                   help="length of the schedule in days, 2 or more (start)")
-    p.add_argument("--first", choices=("ablated", "baseline"), default="ablated",
-                   help="the arm of day 0 (default: ablated)")
-    p.add_argument("--start", default=None, metavar="ISO",
-                   help="when day 0 begins, UTC (YYYY-MM-DD or YYYY-MM-DDTHH:MM); never in the past")
-    add_json_option(p, "the schedule")
-    add_project_option(p)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    start = add_parser(actions, "start", help="register a schedule of alternating days, from now",
+                       description="Fix the schedule before any outcome is seen, and print it.")
+    start.add_argument("arm", choices=("injection-off", "gate-off"), help="what the ablated days switch off")
+    start.add_argument("--days", type=positive_int, required=True, metavar="N",
+                       help="length of the schedule in days, 2 or more")
+    start.add_argument("--first", choices=("ablated", "baseline"), default="ablated",
+                       help="the arm of day 0 (default: ablated)")
+    start.add_argument("--start", default=None, metavar="ISO",
+                       help="when day 0 begins, UTC (YYYY-MM-DD or YYYY-MM-DDTHH:MM); never in the past")
+    status = add_parser(actions, "status", help="print the schedule and the arm in force",
+                        description="Print the registered schedule and the arm in force now.")
+    stop = add_parser(actions, "stop", help="end the registered schedule early",
+                      description="End the schedule now; the days so far stay for the report.")
+    for action in (start, status, stop):
+        add_json_option(action, "the schedule")
+        add_project_option(action)
     p.set_defaults(func=run)
     return p
 
@@ -63,7 +71,7 @@ def _parse_start(text: str, now_ns: int) -> int:
 
 
 def render(sched: dict, now_ns: int) -> str:
-    from memory_core import ablation
+    from memory_core.delivery import ablation
 
     arm = ablation.arm_at(sched, now_ns)
     section = sched["section"]
@@ -84,19 +92,17 @@ def render(sched: dict, now_ns: int) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    import json
+class AblationRefused(MemhealthError):
+    """A start over a running schedule, or a stop with none running: exit 1, nothing changed."""
 
-    from memhealth.cliutil import open_project
-    from memory_core import ablation
-    from memory_core.db import write
+
+def run(args) -> int:
+    from memhealth.cliutil import emit_json, open_project
+    from memory_core.delivery import ablation
+    from memory_core.store.db import write
 
     now_ns = time.time_ns()
-    if args.action != "start" and (args.arm or args.days or args.start):
-        raise UsageError(f"ablation {args.action} takes no arm, --days or --start")
     if args.action == "start":
-        if not args.arm or not args.days:
-            raise UsageError("usage: memhealth ablation start injection-off|gate-off --days N")
         start_ns = _parse_start(args.start, now_ns) if args.start else now_ns
         try:
             sched = ablation.plan(args.arm, args.days, start_ns, now_ns, args.first)
@@ -106,25 +112,26 @@ def run(args) -> int:
         current = ablation.load(ctx.conn)
         if args.action == "start":
             if ablation.active(current, now_ns):
-                print(f"memhealth ablation: {current['arm']} is registered until "
-                      f"{_when(ablation.until_ns(current))}; `memhealth ablation stop` first", flush=True)
-                return 1
+                raise AblationRefused(f"{current['arm']} is registered until "
+                                      f"{_when(ablation.until_ns(current))}; `memhealth ablation stop` first")
             with write(ctx.conn):
                 ablation.register(ctx.conn, sched)
             current = sched
         elif args.action == "stop":
             if not ablation.active(current, now_ns):
-                print("memhealth ablation: nothing running")
-                return 1
+                raise AblationRefused("nothing running")
             with write(ctx.conn):
                 current = ablation.stop(ctx.conn, current, now_ns)
         if current is None:
-            print(json.dumps(None) if args.json else "memhealth ablation: none registered "
-                  "(start one: memhealth ablation start injection-off|gate-off --days N)")
+            if args.json:
+                emit_json({"schedule": None})
+            else:
+                print("memhealth ablation: none registered "
+                      "(start one: memhealth ablation start injection-off|gate-off --days N)")
             return 0
         if args.json:
-            print(json.dumps({**current, "now": ablation.arm_at(current, now_ns),
-                              "active": ablation.active(current, now_ns)}, indent=2))
+            emit_json({"schedule": {**current, "now": ablation.arm_at(current, now_ns),
+                                    "active": ablation.active(current, now_ns)}})
         else:
             print(render(current, now_ns))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from memhealth.cliutil import add_json_option, add_parser, add_project_option, positive_int
+from memhealth.cliutil import add_json_option, add_limit_option, add_parser, add_project_option
 
 
 def register(sub):
@@ -15,14 +15,17 @@ def register(sub):
                     "or stale (no file matches its paths any more). `memhealth cues audit` lists the "
                     "newest evaluations: fired, or skipped with a reason (no_match, deduped, expired, "
                     "over_budget, ablation, inactive).")
-    p.add_argument("action", nargs="?", choices=("list", "audit"), default="list",
-                   help="list (default) or audit")
-    p.add_argument("--session", default=None, metavar="ID", help="audit: only this session")
-    p.add_argument("--limit", type=positive_int, default=100, metavar="N",
-                   help="audit: newest N rows (default: 100)")
-    add_json_option(p, "the cues (or the audit rows)")
-    add_project_option(p)
-    p.set_defaults(func=run)
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    listing = add_parser(actions, "list", help="every cue and its state (the default)",
+                         description="Every memory item that can fire, with each cue's state.")
+    audit = add_parser(actions, "audit", help="the newest cue evaluations, fired or skipped",
+                       description="The newest cue evaluations: fired, or skipped with a reason.")
+    audit.add_argument("--session", default=None, metavar="ID", help="only this session")
+    for parser, child in ((p, False), (listing, True), (audit, True)):
+        add_limit_option(parser, 100, "cues or audit rows", child=child)
+        add_json_option(parser, "the cues (or the audit rows)", child=child)
+        add_project_option(parser, child=child)
+    p.set_defaults(func=run, action="list", session=None)
     return p
 
 
@@ -31,19 +34,17 @@ def _day(ns) -> str:
 
 
 def run(args) -> int:
-    import json
-
-    from memhealth.cliutil import open_project
-    from memory_core.cuespec import audit_rows, list_cues
+    from memhealth.cliutil import emit_json, open_project
+    from memory_core.items.compile import audit_rows, list_cues
 
     with open_project(args) as ctx:
         if args.action == "audit":
             rows = audit_rows(ctx.conn, args.session, args.limit)
         else:
-            items = list_cues(ctx.conn, ctx.project.root, ctx.cfg)
+            items = list_cues(ctx.conn, ctx.project.root, ctx.cfg)[:args.limit]
     if args.action == "audit":
         if args.json:
-            print(json.dumps(rows, ensure_ascii=False))
+            emit_json({"audit": rows})
             return 0
         if not rows:
             print("no cue evaluations recorded" + (f" for session {args.session}" if args.session else ""))
@@ -56,7 +57,7 @@ def run(args) -> int:
                   f"{r['trigger']:<8} {what:<32} {outcome:<20} {r['detail'] or ''}".rstrip())
         return 0
     if args.json:
-        print(json.dumps(items, ensure_ascii=False))
+        emit_json({"cues": items})
         return 0
     if not items:
         print("no cues: write one with `memhealth remember TEXT --path GLOB` or a memory file's "

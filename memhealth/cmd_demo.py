@@ -1,4 +1,4 @@
-"""`memhealth demo`: the README's main job."""
+"""`memhealth demo`: the quick start's main job."""
 
 from __future__ import annotations
 

@@ -23,15 +23,14 @@ def register(sub):
 
 
 def run(args) -> int:
-    import json
     import sys
 
-    from memhealth.cliutil import open_project
-    from memory_core import vectors
-    from memory_core.db import vec_unavailable_reason
-    from memory_core.embed import EmbedError, OllamaClient, log_degradation_once
+    from memhealth.cliutil import emit_json, open_project
     from memory_core.errors import VectorUnavailable
-    from memory_core.outbox import command_trace
+    from memory_core.index import vectors
+    from memory_core.index.embed import EmbedError, OllamaClient, log_degradation_once
+    from memory_core.outbox.spans import command_trace
+    from memory_core.store.db import vec_unavailable_reason
 
     with open_project(args) as ctx:
         cfg, conn = ctx.cfg, ctx.conn
@@ -41,7 +40,7 @@ def run(args) -> int:
         ready = vectors.rebuild(conn, dim) if args.rebuild else vectors.ensure_vec_table(conn, dim)
         if not ready:
             raise VectorUnavailable(f"vectors unavailable: {vec_unavailable_reason() or 'sqlite-vec failed to load'}; "
-                                    "install memhealth with pysqlite3-binary (see README, Why pysqlite3)")
+                                    "install memhealth with pysqlite3-binary (see docs/internals/why-pysqlite3.md)")
         pruned = vectors.prune_orphans(conn)
         tty = sys.stderr.isatty() and not args.json
 
@@ -60,12 +59,12 @@ def run(args) -> int:
         ratio = with_vector / total if total else 1.0
         err = result.error
         if args.json:
-            print(json.dumps({
+            emit_json({
                 "stored": result.stored, "refused": result.refused, "pruned": pruned,
                 "seconds": round(result.seconds, 3), "with_vector": with_vector, "chunks": total,
                 "coverage": round(ratio, 4), "dim": dim, "model": client.model,
                 "error": None if err is None else {"reason": getattr(err, "reason", "error"),
-                                                   "message": str(err)}}))
+                                                   "message": str(err)}})
         else:
             extra = f", {pruned} orphan vector(s) removed" if pruned else ""
             print(f"embedded {result.stored} chunk(s) in {result.seconds:.1f}s{extra}")

@@ -39,20 +39,21 @@ def run(args) -> int:
 
 
 def _export(args, cfg, conn, exporter) -> int:
-    import json
     import sys
     import threading
+
+    from memhealth.cliutil import emit_json
 
     try:
         if args.once:
             result = exporter.run_once(conn)
-            print(json.dumps(result.as_dict()) if args.json else _line(result))
+            emit_json(result.as_dict()) if args.json else print(_line(result))
             return 0 if result.ok else 1
         stop = threading.Event()
         interval = cfg["serve"]["export_interval_s"]
         while not stop.is_set():
             result = exporter.run_once(conn)
-            print(json.dumps(result.as_dict()) if args.json else _line(result), flush=True)
+            emit_json(result.as_dict()) if args.json else print(_line(result), flush=True)
             try:
                 stop.wait(interval)
             except KeyboardInterrupt:

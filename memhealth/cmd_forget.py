@@ -19,14 +19,13 @@ def register(sub):
 
 
 def run(args) -> int:
-    import json
     import os
 
-    from memhealth.cliutil import open_project
+    from memhealth.cliutil import emit_json, open_project
     from memhealth.errors import MemhealthError
-    from memory_core.cuespec import find_item
     from memory_core.ingest import run_ingest
-    from memory_core.outbox import command_trace
+    from memory_core.items.compile import find_item
+    from memory_core.outbox.spans import command_trace
 
     with open_project(args) as ctx:
         found = find_item(ctx.conn, args.id)
@@ -46,7 +45,7 @@ def run(args) -> int:
     if left:
         raise MemhealthError(f"deleted {rel} but item #{item_id} is still compiled; run `memhealth ingest memory`")
     if args.json:
-        print(json.dumps({"id": item_id, "name": name, "path": rel}, ensure_ascii=False))
+        emit_json({"id": item_id, "name": name, "path": rel})
     else:
         print(f"forgot #{item_id} {name} ({rel})")
     return 0

@@ -30,7 +30,7 @@ def register(sub):
 def run(args) -> int:
     from memhealth.cliutil import open_project
     from memory_core.errors import StoreError
-    from memory_core.outbox import command_trace
+    from memory_core.outbox.spans import command_trace
     from probes import gate
     from probes.evidence import Evidence
 
@@ -42,7 +42,12 @@ def run(args) -> int:
                 verdict = gate.run(Evidence(ctx.project.root, ctx.conn, ctx.cfg), trace=trace)
     except StoreError as exc:  # the store itself is the failure: a verdict, not a traceback
         verdict = gate.store_failure(exc)
-    print(gate.dumps(verdict) if args.json else verdict.text(), flush=True)
+    if args.json:
+        from memhealth.cliutil import emit_json
+
+        emit_json(verdict.to_json())
+    else:
+        print(verdict.text(), flush=True)
     return 1 if verdict.red else 0
 
 

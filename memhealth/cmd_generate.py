@@ -17,7 +17,7 @@ def _checkout_root() -> str | None:
 
 def register(sub):
     p = add_parser(
-        sub, "generate", help="write the Grafana dashboards, alert rules and Alertmanager routing",
+        sub, "generate", help="write the Grafana dashboards, alert rules, Alertmanager routing and reference docs",
         description="Generate dashboards/*.json, alerts/memhealth.rules.yaml, "
                     "alerts/tests/*.yaml (promtool unit tests), alerts/alertmanager.yml, "
                     "compose/alertmanager.yml and the team topology's compose/team/alertmanager.yml "
@@ -80,20 +80,24 @@ def run(args) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     pagers = _pagers(args.pager_url, options.teams)  # refused before anything is written
+    from memhealth.reference import reference_docs
+
+    docs = reference_docs()  # the CLI, config, metrics and gate-check reference pages
+    total = len(generate.artifacts(options)) + len(docs)
     if args.check:
-        problems = generate.stale(out, options)
+        problems = generate.stale(out, options, extra=docs)
         for line in problems:
             print(f"stale: {line}", file=sys.stderr)
         if problems:
             print(f"generate --check: {len(problems)} stale file(s); run `memhealth generate` "
                   "and commit the result", file=sys.stderr)
             return 1
-        print(f"generate --check: {len(generate.artifacts(options))} file(s) up to date")
+        print(f"generate --check: {total} file(s) up to date")
         return 0
-    changed = generate.write(out, options)
+    changed = generate.write(out, options, extra=docs)
     for rel in changed:
         print(f"wrote {rel}")
-    print(f"generate: {len(changed)} file(s) changed, {len(generate.artifacts(options)) - len(changed)} "
+    print(f"generate: {len(changed)} file(s) changed, {total - len(changed)} "
           f"unchanged in {out}")
     if args.team or args.central_host or args.rotate_secrets or args.secrets_dir or args.pager_url:
         _secrets(args, out, pagers)

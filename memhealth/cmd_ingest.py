@@ -89,11 +89,10 @@ def summary_line(report, coverage: tuple[int, int] | None = None) -> str:
 
 
 def run(args) -> int:
-    import json
 
-    from memhealth.cliutil import open_project
+    from memhealth.cliutil import emit_json, open_project
     from memory_core.ingest import resolve_sources, run_ingest
-    from memory_core.outbox import command_trace
+    from memory_core.outbox.spans import command_trace
 
     with open_project(args) as ctx:
         sources = resolve_sources(args.sources, ctx.cfg)
@@ -109,7 +108,7 @@ def run(args) -> int:
                 bar.clear()
         coverage = None
         if report.vectors_state != "not_configured":
-            from memory_core import vectors
+            from memory_core.index import vectors
 
             coverage = vectors.coverage(ctx.conn)
     if args.json:
@@ -118,7 +117,7 @@ def run(args) -> int:
             data["vectors"].update({"with_vector": coverage[0], "chunks": coverage[1]})
         if capture is not None:
             data["capture"] = capture.to_dict()
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        emit_json(data)
     else:
         print(summary_line(report, coverage))
         if capture is not None and (capture.items_done or capture.stopped or capture.pending_work
@@ -132,6 +131,6 @@ def _capture(conn, cfg, budget_s, trace):
     here, under the same lease: never twice at once. None when capture is off."""
     if not cfg["capture"]["enabled"]:
         return None
-    from memory_core.capture_store import run_pending, settings
+    from memory_core.records.queue import run_pending, settings
 
     return run_pending(conn, settings(cfg), budget_s=budget_s, trace=trace)

@@ -44,7 +44,7 @@ def run(args) -> int:
     from memhealth.installer import NOTE, init_project
 
     if args.unregister:
-        from memory_core import registry
+        from memory_core.store import registry
 
         root = os.path.abspath(args.project)
         try:

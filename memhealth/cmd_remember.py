@@ -44,10 +44,10 @@ def record(ctx, text: str, *, kind: str | None = None, name: str | None = None,
 
     from memhealth.cliutil import UsageError
     from memhealth.errors import MemhealthError
-    from memory_core.cuespec import SpecError, memory_file_text, slug
     from memory_core.ingest import run_ingest
-    from memory_core.layout import MEMORY_DIR, STATE_DIR
-    from memory_core.outbox import command_trace
+    from memory_core.items.compile import SpecError, memory_file_text, slug
+    from memory_core.outbox.spans import command_trace
+    from memory_core.store.layout import MEMORY_DIR, STATE_DIR
 
     paths, symbols, on = list(paths), list(symbols), list(on)
     kind = (kind or ("gotcha" if paths or symbols else "note")).strip().lower()
@@ -87,9 +87,7 @@ def record(ctx, text: str, *, kind: str | None = None, name: str | None = None,
 
 
 def run(args) -> int:
-    import json
-
-    from memhealth.cliutil import open_project
+    from memhealth.cliutil import emit_json, open_project
 
     with open_project(args) as ctx:
         item = record(ctx, args.text, kind=args.kind, name=args.name, paths=args.path,
@@ -97,7 +95,7 @@ def run(args) -> int:
     rel, cues = item["path"], [(c["trigger"], c["pattern"]) for c in item["cues"]]
     row = (item["id"], item["name"], item["kind"], item["pinned"])
     if args.json:
-        print(json.dumps(item, ensure_ascii=False))
+        emit_json(item)
         return 0
     triggers = ", ".join(f"{t} {p}" for t, p in cues) + (", pinned" if row[3] else "")
     print(f"remembered #{row[0]} {row[1]} ({row[2]}) in {rel}; fires on: {triggers.strip(', ') or 'nothing (no cue given)'}")

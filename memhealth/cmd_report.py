@@ -22,17 +22,15 @@ def register(sub):
 
 
 def run(args) -> int:
-    import json
-
-    from memhealth.cliutil import open_project
+    from memhealth.cliutil import emit_json, open_project
     from telemetry.report import build_ablation, build_report, render_ablation, render_text
 
     if args.ablation:
         with open_project(args) as ctx:
             data = build_ablation(ctx.conn)
-        print(json.dumps(data, indent=2) if args.json else render_ablation(data), end="" if not args.json else "\n")
+        emit_json(data) if args.json else print(render_ablation(data), end="")
         return 0
     with open_project(args) as ctx:
         data = build_report(ctx.conn, args.days, killed_after_s=ctx.cfg["hooks"]["killed_after_s"])
-    print(json.dumps(data, indent=2) if args.json else render_text(data), end="" if not args.json else "\n")
+    emit_json(data) if args.json else print(render_text(data), end="")
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memhealth.cliutil import add_json_option, add_parser, add_project_option, positive_int
+from memhealth.cliutil import add_json_option, add_limit_option, add_parser, add_project_option
 
 
 def register(sub):
@@ -13,7 +13,7 @@ def register(sub):
                     "weighted by source. Falls back to BM25 alone, within [embedding].timeout_s, "
                     "when the server is down; the reason is printed to stderr.")
     p.add_argument("query", metavar="QUERY", help="what to look for (free text)")
-    p.add_argument("--k", type=positive_int, default=10, metavar="N", help="number of results (default: 10)")
+    add_limit_option(p, 10, "results", aliases=("--k",))
     add_json_option(p)
     add_project_option(p)
     p.set_defaults(func=run)
@@ -21,20 +21,19 @@ def register(sub):
 
 
 def run(args) -> int:
-    import json
     import sys
 
-    from memhealth.cliutil import UsageError, open_project
-    from memory_core.outbox import command_trace
-    from memory_core.search import search
+    from memhealth.cliutil import UsageError, emit_json, open_project
+    from memory_core.index.search import search
+    from memory_core.outbox.spans import command_trace
 
     if not args.query.strip():
         raise UsageError("QUERY is empty: say what to look for, e.g. `memhealth search \"wal checkpoint\"`")
     with open_project(args) as ctx:
         with command_trace(ctx.conn, "memhealth search") as trace:
-            result = search(ctx.conn, args.query, ctx.cfg, k=args.k, trace=trace)
+            result = search(ctx.conn, args.query, ctx.cfg, k=args.limit, trace=trace)
     if args.json:
-        print(json.dumps({"query": args.query, "k": args.k, **result.as_dict()}, ensure_ascii=False))
+        emit_json({"query": args.query, "limit": args.limit, **result.as_dict()})
         return 0
     if result.degraded and result.degraded != "not_configured":
         print(f"note: BM25 only ({result.degraded}) {result.degraded_detail}".rstrip(), file=sys.stderr)

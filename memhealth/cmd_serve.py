@@ -1,5 +1,5 @@
 """`memhealth serve`: the console at /, /metrics, /healthz and /alerts on loopback, plus
-scheduled probes and the OTLP exporter (telemetry/serve.py, telemetry/console.py)."""
+scheduled probes and the OTLP exporter (telemetry/serve.py, telemetry/console/)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def _multi(args):
     from memhealth.config import load
     from memhealth.errors import MemhealthError
     from memhealth.project import Project
-    from memory_core import registry
+    from memory_core.store import registry
     from telemetry.serve import parse_listen
     from telemetry.serve_all import MultiServe
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from memhealth.cliutil import UsageError, add_parser, add_project_option
+from memhealth.cliutil import UsageError, add_json_option, add_parser, add_project_option
 
-USAGE = ("memhealth triage [--json] | confirm ID [--supersedes ID] | reject ID | retitle ID TITLE | "
-         "merge ID INTO ID | --apply FILE.json | --interactive")
+USAGE = ("memhealth triage [list] [--json] | confirm ID [--supersedes ID] | reject ID | "
+         "retitle ID TITLE | merge ID INTO ID | --apply FILE.json | --interactive")
 
 
 def register(sub):
     p = add_parser(
         sub, "triage", help="review captured decisions, dead ends and corrections",
-        usage=USAGE.replace("memhealth triage", "%(prog)s") + " [--project DIR]",
         description="List the candidates the session-end capture proposed, and decide on them: "
                     "confirm (becomes a memory file under .memhealth/memory/records/, indexed at "
                     "once), reject (kept so it is never proposed again), retitle, or merge one into "
@@ -22,20 +22,41 @@ def register(sub):
         epilog="batch file (--apply): a JSON list of {\"id\": 3, \"action\": \"confirm\"}, "
                "{\"id\": 4, \"action\": \"reject\"}, {\"id\": 5, \"action\": \"retitle\", \"title\": \"...\"}, "
                "{\"id\": 6, \"action\": \"merge\", \"into\": 3}")
-    p.add_argument("words", nargs="*", metavar="ACTION",
-                   help="confirm ID | reject ID | retitle ID TITLE | merge ID INTO ID (none: list)")
-    p.add_argument("--json", action="store_true", help="list as JSON")
-    p.add_argument("--all", action="store_true", help="list every candidate, not only pending ones")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    listing = add_parser(actions, "list", help="list the candidates (the default)",
+                         description="List the pending candidates (--all: every one).")
+    confirm = add_parser(actions, "confirm", help="confirm a candidate into a memory file",
+                         description="Confirm a candidate: it becomes a memory file under "
+                                     ".memhealth/memory/records/, indexed at once.")
+    confirm.add_argument("id", metavar="ID", help="the candidate's id")
+    confirm.add_argument("--supersedes", metavar="ID", help="the confirmed decision this one "
+                         "replaces (a lineage thread, shown newest first)")
+    reject = add_parser(actions, "reject", help="reject a candidate (never proposed again)",
+                        description="Reject a candidate: kept so it is never proposed again.")
+    reject.add_argument("id", metavar="ID", help="the candidate's id")
+    retitle = add_parser(actions, "retitle", help="give a candidate a new title",
+                         description="Give a candidate a new title before confirming it.")
+    retitle.add_argument("id", metavar="ID", help="the candidate's id")
+    retitle.add_argument("title", nargs="+", metavar="TITLE", help="the new title")
+    merge = add_parser(actions, "merge", help="merge a candidate into another",
+                       description="Merge a candidate into another: `merge ID INTO ID` (the word "
+                                   "`into` may be left out).")
+    merge.add_argument("id", metavar="ID", help="the candidate merged away")
+    merge.add_argument("into", nargs="+", metavar="INTO", help="[into] the id it merges into")
+    for parser, child in ((p, False), (listing, True), (confirm, True), (reject, True),
+                          (retitle, True), (merge, True)):
+        add_json_option(parser, "the candidates, or what a decision did", child=child)
+        add_project_option(parser, child=child)
+    for parser in (p, listing):
+        parser.add_argument("--all", action="store_true", default=argparse.SUPPRESS if parser is listing else False,
+                            help="list every candidate, not only pending ones")
     p.add_argument("--apply", metavar="FILE", help="apply a JSON list of decisions")
-    p.add_argument("--supersedes", metavar="ID", help="with confirm: the confirmed decision this one "
-                   "replaces (a lineage thread, shown newest first)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--interactive", "-i", action="store_true", default=None,
                       help="ask about each pending candidate (the default in a terminal)")
     mode.add_argument("--list", dest="interactive", action="store_false",
                       help="list even in a terminal")
-    add_project_option(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, action=None, supersedes=None)
     return p
 
 
@@ -53,30 +74,23 @@ def _int(text: str) -> int:
         raise Usage(f"expected a candidate id, got {text!r}") from None
 
 
-def parse_words(words: list[str]) -> tuple[str, int, dict] | None:
-    """(action, id, extra) from the positional words; None for a listing."""
-    if not words:
+def request_of(args) -> tuple[str, int, dict] | None:
+    """(action, id, extra) of a decision sub-action; None for a listing."""
+    action = args.action
+    if action in (None, "list"):
         return None
-    action, rest = words[0], words[1:]
     if action in ("confirm", "reject"):
-        if len(rest) != 1:
-            raise Usage(f"{action} takes one id")
-        return action, _int(rest[0]), {}
+        return action, _int(args.id), {}
     if action == "retitle":
-        if len(rest) < 2:
-            raise Usage("retitle takes an id and a title")
-        return action, _int(rest[0]), {"title": " ".join(rest[1:])}
-    if action == "merge":
-        if len(rest) == 3 and rest[1].lower() == "into":
-            rest = [rest[0], rest[2]]
-        if len(rest) != 2:
-            raise Usage("merge takes ID INTO ID")
-        return action, _int(rest[0]), {"into": _int(rest[1])}
-    raise Usage(f"unknown action {action!r}")
+        return action, _int(args.id), {"title": " ".join(args.title)}
+    into = args.into[1:] if len(args.into) == 2 and args.into[0].lower() == "into" else args.into
+    if len(into) != 1:
+        raise Usage("merge takes ID INTO ID")
+    return action, _int(args.id), {"into": _int(into[0])}
 
 
 def _show(item: dict, index: str = "") -> str:
-    from memory_core.triage import provenance
+    from memory_core.records.triage import provenance
 
     head = f"{index}#{item['id']} {item['kind']} [{item['state']}]  {item['title']}"
     lines = [head, f"    {item['statement']}", f"    from {provenance(item)}"]
@@ -87,10 +101,10 @@ def _show(item: dict, index: str = "") -> str:
 def run(args) -> int:
     import json
 
-    from memhealth.cliutil import open_project
-    from memory_core import triage
+    from memhealth.cliutil import emit_json, open_project
+    from memory_core.records import triage
 
-    request = parse_words(args.words)
+    request = request_of(args)
     if args.supersedes is not None:
         if request is None or request[0] != "confirm":
             raise Usage("--supersedes goes with confirm ID")
@@ -119,17 +133,29 @@ def run(args) -> int:
         conn, project, cfg = ctx.conn, ctx.project, ctx.cfg
         if request is not None:
             action, cid, extra = request
-            print(triage.apply_one(conn, project.root, cfg, action, cid, extra))
+            said = triage.apply_one(conn, project.root, cfg, action, cid, extra)
+            if args.json:
+                emit_json({"action": action, "id": cid, "result": said})
+            else:
+                print(said)
             return 0
         if batch is not None:
-            failed = 0
+            results = []
             for action, cid, extra in batch:
                 try:
-                    print(triage.apply_one(conn, project.root, cfg, action, cid, extra))
+                    said = triage.apply_one(conn, project.root, cfg, action, cid, extra)
+                    results.append({"action": action, "id": cid, "result": said})
+                    if not args.json:
+                        print(said)
                 except triage.TriageError as exc:
-                    failed += 1
-                    print(f"#{cid} {action}: {exc}", file=sys.stderr)
-            print(f"memhealth triage: {len(batch) - failed} applied, {failed} failed")
+                    results.append({"action": action, "id": cid, "error": str(exc)})
+                    if not args.json:
+                        print(f"#{cid} {action}: {exc}", file=sys.stderr)
+            failed = sum(1 for r in results if "error" in r)
+            if args.json:
+                emit_json({"applied": len(batch) - failed, "failed": failed, "decisions": results})
+            else:
+                print(f"memhealth triage: {len(batch) - failed} applied, {failed} failed")
             return 1 if failed else 0
         interactive = args.interactive
         if interactive is None:
@@ -138,7 +164,7 @@ def run(args) -> int:
             return _interactive(conn, project.root, cfg)
         items = triage.pending(conn, ("pending", "confirmed", "rejected", "merged") if args.all else ("pending",))
         if args.json:
-            print(json.dumps(items, indent=2, ensure_ascii=False))
+            emit_json({"candidates": items})
         elif not items:
             print("memhealth triage: nothing pending")
         else:
@@ -159,7 +185,7 @@ def _ask(prompt: str) -> str | None:
 
 
 def _interactive(conn, root: str, cfg) -> int:
-    from memory_core import triage
+    from memory_core.records import triage
 
     items = triage.pending(conn)
     if not items:

@@ -14,7 +14,7 @@ import json
 import os
 
 from memhealth.errors import ConfigError
-from memory_core.layout import CONFIG_NAME
+from memory_core.store.layout import CONFIG_NAME
 
 # (type, default, allowed-or-None, help). Types: str, int, float, bool, list (of str), dur.
 SCHEMA: dict[str, dict[str, tuple]] = {

@@ -17,7 +17,7 @@ import uuid
 from importlib import resources
 
 from memhealth.installer import init_project, launcher_argv
-from memory_core.layout import CONFIG_NAME, DB_NAME, STATE_DIR
+from memory_core.store.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
 
@@ -111,7 +111,9 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     cmd = launcher_argv()
     out(f"memhealth demo: sample project \"ledgerline\" in {root}")
     out("")
-    actions = init_project(root)  # hooks run by the same absolute launcher as cmd
+    # hooks run by the same absolute launcher as cmd; a throwaway project stays out of the
+    # user's registry, so `serve --all` never serves it
+    actions = init_project(root, register=False)
     _write_demo_config(root, transcripts)
     out(f"[1/5] init: {len(actions)} actions — .memhealth/ created, hooks merged into .claude/settings.local.json")
 
@@ -130,7 +132,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         body = {"session_id": SESSION, "transcript_path": transcript, "cwd": root,
                 "hook_event_name": event, "permission_mode": "default",
                 **{k: v for k, v in fields.items() if not k.startswith("_")}}
-        if event == "post-tool":  # what Claude Code sends after a Read (REFERENCE §1b)
+        if event == "post-tool":  # what Claude Code sends after a Read (observed with the real CLI)
             path = os.path.join(root, fields["tool_input"]["file_path"])
             with open(path, encoding="utf-8") as fh:
                 content = fh.read()
@@ -196,8 +198,8 @@ def _capture_and_triage(cmd: list[str], root: str, transcript: str, out) -> list
     listing = subprocess.run(cmd + ["triage", "--json", "--project", root], capture_output=True, text=True,
                              timeout=120)
     try:
-        pending = json.loads(listing.stdout) if listing.returncode == 0 else []
-    except ValueError:
+        pending = json.loads(listing.stdout)["candidates"] if listing.returncode == 0 else []
+    except (ValueError, KeyError, TypeError):
         pending = []
     out(f"[4/5] capture and triage: session end proposed {len(pending)} candidate(s) from the transcript "
         "(`memhealth triage`):")
@@ -244,7 +246,7 @@ def _capture_and_triage(cmd: list[str], root: str, transcript: str, out) -> list
 def _wait_for_capture(root: str, limit_s: float = 60.0) -> bool:
     """SessionEnd hands its work to a detached worker: let it finish before the gate reads
     the store, so the demo's output does not depend on a race."""
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     try:
@@ -275,7 +277,7 @@ def _write_demo_config(root: str, transcripts: str) -> None:
 
 
 def _print_injections(root: str, out, first_injection: str | None) -> None:
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     rows = conn.execute("SELECT outcome, intent, prompt_len, detail FROM decisions ORDER BY id").fetchall()
@@ -304,7 +306,7 @@ def _print_injections(root: str, out, first_injection: str | None) -> None:
 def _print_cues(root: str, out, first_cue: str | None) -> None:
     """Cue deliveries from the audit (`memhealth cues audit`): what fired where, what was
     skipped and why; then the first cued delivery as Claude received it."""
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     audit = conn.execute(
@@ -327,7 +329,7 @@ def _print_cues(root: str, out, first_cue: str | None) -> None:
 
 
 def _print_metrics(root: str, out) -> None:
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     out("Metrics excerpt (what `memhealth serve` exposes on /metrics):")

@@ -12,7 +12,7 @@ try:  # the builtin module: hashlib would load OpenSSL, ~2 ms on every prompt
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-from memory_core.intent import classify, system_turn
+from memory_core.delivery.intent import classify, system_turn
 from memory_core.text import clean
 
 OPERATOR_NOTES_SHOWN = "gate.operator_notes_shown"  # the NOTE set the person was last shown
@@ -25,7 +25,7 @@ def session_start(ctx) -> str | None:
     gate is skipped entirely. Operator NOTEs are shown when they change, not every session."""
     import time
 
-    from memory_core.render import session_render
+    from memory_core.delivery.render import session_render
 
     try:  # capture a previous session's worker did not finish: spawned, never inline
         from memhealth import capture_worker
@@ -56,8 +56,8 @@ def session_start(ctx) -> str | None:
         # the same optional-integration NOTEs at every session start would teach the person
         # to skip the message: notes are repeated only when which checks carry one changes
         # (`memhealth gate` always prints them); operator REDs are always shown
-        from memory_core.db import write
-        from memory_core.meta import get_meta, set_meta
+        from memory_core.store.db import write
+        from memory_core.store.meta import get_meta, set_meta
 
         notes_key = verdict.operator_notes_key()
         told = get_meta(ctx.conn, OPERATOR_NOTES_SHOWN) == notes_key
@@ -115,7 +115,7 @@ def prompt(ctx) -> str | None:
                               "detail": {"veto": phrase} if phrase else {}})
         return None
 
-    from memory_core import inject
+    from memory_core.delivery import inject
 
     result = inject.decide(ctx.conn, text, intent, ctx.cfg, ctx.session_id, ctx.trace,
                            root=ctx.project.root)
@@ -130,7 +130,7 @@ def session_start_cues(ctx) -> str | None:
     """Deliver every pinned item (and `on: session-start` / `on: compact` cues) within the
     pinned budget, naming what does not fit; a clear or compact source starts a new epoch.
     A failure here costs the pinned block, never the verdict."""
-    from memory_core import cues
+    from memory_core.delivery import cues
 
     source = ctx.payload.get("source")
     source = source if isinstance(source, str) and source else "startup"
@@ -163,7 +163,7 @@ def _tool(ctx) -> str:
 
 def pre_tool(ctx) -> str | None:
     """Deliver path and symbol cues on the first touch, before the tool acts."""
-    from memory_core import cues
+    from memory_core.delivery import cues
 
     tool = _tool(ctx)
     cwd = ctx.payload.get("cwd")
@@ -186,7 +186,7 @@ def post_tool(ctx) -> str | None:
     found in what the file returned (first read of the file in this epoch only)."""
     if _tool(ctx) != "Read":
         return None
-    from memory_core import cues
+    from memory_core.delivery import cues
 
     response = ctx.payload.get("tool_response")
     file = response.get("file") if isinstance(response, dict) else None
@@ -233,7 +233,7 @@ def prompt_cues(ctx) -> str | None:
     raw = ctx.payload.get("prompt")
     if not isinstance(raw, str):
         return None
-    from memory_core import cues
+    from memory_core.delivery import cues
 
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "prompt")
     matches = ev.match_symbols(raw) + ev.match_event("prompt") + ev.match_semantic(raw, ctx.cfg)
@@ -259,8 +259,8 @@ def pre_compact(ctx) -> str | None:
     """A compaction boundary: what was injected before it is about to leave the context, so
     the per-session dedup and caps start again (cue-anchored delivery re-delivers after)."""
     if ctx.session_id:
-        from memory_core.cues import new_epoch
-        from memory_core.db import write
+        from memory_core.delivery.cues import new_epoch
+        from memory_core.store.db import write
 
         with write(ctx.conn):
             cur = ctx.conn.execute("DELETE FROM deliveries WHERE session_id = ?", (ctx.session_id,))
@@ -272,7 +272,7 @@ def pre_compact(ctx) -> str | None:
 def stop(ctx) -> str | None:
     """`on: stop` cues are audited as inactive: a Stop hook has no context channel (its only
     lever, decision "block", would force Claude to keep going)."""
-    from memory_core import cues
+    from memory_core.delivery import cues
 
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "stop")
     for m in ev.match_event("stop"):
@@ -289,8 +289,8 @@ def remember_transcript_dir(ctx) -> None:
     path = ctx.payload.get("transcript_path")
     if not isinstance(path, str) or not path:
         return
-    from memory_core.db import write
-    from memory_core.meta import TRANSCRIPT_DIR, set_meta
+    from memory_core.store.db import write
+    from memory_core.store.meta import TRANSCRIPT_DIR, set_meta
 
     with write(ctx.conn):
         set_meta(ctx.conn, TRANSCRIPT_DIR, os.path.dirname(os.path.abspath(path)))
@@ -309,14 +309,14 @@ def session_end(ctx) -> str | None:
     return None
 
 
-ABLATION_KEY = "ablation.schedule"  # memory_core.ablation.ABLATION_KEY (not imported: hook path)
+ABLATION_KEY = "ablation.schedule"  # memory_core.delivery.ablation.ABLATION_KEY (not imported: hook path)
 
 
 def apply_ablation(ctx, now_ns: int | None = None) -> str | None:
     """Turn the configured mode "off" on an ablated day of a registered schedule (`memhealth
     ablation start`); return the arm in force ("ablated" | "baseline") or None. One meta
     lookup on the open connection: each stored day carries its own [start_ns, end_ns), so
-    nothing here re-plans the schedule (memory_core.ablation writes it). A malformed value
+    nothing here re-plans the schedule (memory_core.delivery.ablation writes it). A malformed value
     is recorded and the hook runs as configured."""
     import json
     import time

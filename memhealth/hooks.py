@@ -1,7 +1,7 @@
 """`memhealth hook EVENT`: the Claude Code hook protocol around the event handlers.
 
-Contract (DESIGN.md): append a "started" line to the project's start journal before
-anything can block (memory_core.journal), read the hook JSON from stdin within a deadline,
+Contract (docs/concepts/hooks.md): append a "started" line to the project's start journal before
+anything can block (memory_core.outbox.journal), read the hook JSON from stdin within a deadline,
 find the project from `cwd`, write a heartbeat row marked started before any work, run the
 event's handler, emit context as `hookSpecificOutput.additionalContext` (never over 10,000
 characters, harness tags neutralized), complete the heartbeat (ok | error + reason,
@@ -35,7 +35,7 @@ EVENTS = {
 }
 # Events whose JSON output may carry hookSpecificOutput.additionalContext.
 CONTEXT_EVENTS = frozenset({"session-start", "prompt", "pre-tool", "post-tool"})
-MAX_CONTEXT_CHARS = 10_000  # Claude Code's cap on injected text (REFERENCE §1)
+MAX_CONTEXT_CHARS = 10_000  # Claude Code's cap on injected text (Claude Code's hooks documentation)
 MAX_STDIN_BYTES = 16 * 1024 * 1024  # a prompt beyond this is cut, not read forever
 STDIN_DEADLINE_S = 2.0  # Claude Code closes stdin right after the payload; every timeout is >= 5 s
 
@@ -158,7 +158,7 @@ def neutralize(text: str) -> str:
 
 def emit(event: str, text: str, notice: str | None = None) -> dict[str, int]:
     """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller.
-    `notice` goes to `systemMessage`: shown to the user, not the model (REFERENCE §1).
+    `notice` goes to `systemMessage`: shown to the user, not the model (Claude Code's hooks documentation).
     Returns what was neutralized, {kind: count}."""
     from memhealth.neutralize import neutralize as counted
     from memory_core.text import clean, clip
@@ -179,8 +179,8 @@ def emit(event: str, text: str, notice: str | None = None) -> dict[str, int]:
 def _count_neutralized(conn, found: dict[str, int], span) -> None:
     """memhealth_injection_neutralized_total{kind} and a span attribute; a locked store costs
     the count, never the hook."""
-    from memory_core.outbox import bump
-    from memory_core.tx import write
+    from memory_core.outbox.rollups import bump
+    from memory_core.store.tx import write
 
     span.set("memhealth.neutralized", ",".join(f"{k}={n}" for k, n in sorted(found.items())))
     try:
@@ -205,7 +205,7 @@ def _journal_start(hook: str, trace_id: str, started_ns: int) -> tuple[str, int]
     locked still leaves a line the gate turns into a `killed` row. Returns (state dir,
     journal size) or None."""
     from memhealth.project import Project
-    from memory_core import journal
+    from memory_core.outbox import journal
 
     try:
         project = Project.find(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
@@ -245,7 +245,7 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
          journaled: tuple[str, int] | None = None, timed_out: bool = False) -> None:
     from memhealth.config import defaults, load
     from memhealth.project import Project
-    from memory_core import journal
+    from memory_core.outbox import journal
 
     payload, invalid = parse_payload(raw)
     if timed_out:
@@ -276,19 +276,19 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
     except ConfigError as exc:
         cfg, config_error = defaults(), exc
 
-    from memory_core import heartbeat, outbox, spill
+    from memory_core.outbox import heartbeat, spans, spill
 
-    trace = outbox.Trace(trace_id)
+    trace = spans.Trace(trace_id)
     spill_base = {"kind": "heartbeat", "hook": hook, "session_id": session_id, "pid": os.getpid(),
                   "trace_id": trace.trace_id, "started_ns": started_ns}
 
     # 1. the heartbeat row, before any work (the journal line already stands for it)
     conn = hb_id = None
     try:
-        from memory_core.db import connect
+        from memory_core.store.db import connect
 
         conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
-        from memory_core.tx import one_lock_wait
+        from memory_core.store.tx import one_lock_wait
 
         one_lock_wait(conn)  # a held lock costs this hook one busy_timeout, not one per write
         if os.path.exists(project.spill_path) or os.path.exists(spill.fallback_path(project.spill_path)):

@@ -15,7 +15,7 @@ import os
 
 OWN_PACKAGES = ("memory_core", "probes", "telemetry")
 FIX = ("install memhealth in an environment of its own: `pipx install /path/to/memhealth` or "
-       "`uv tool install /path/to/memhealth` (README: Use it in a project)")
+       "`uv tool install /path/to/memhealth` (docs/getting-started.md: Use it in a project)")
 
 
 def _real(path: str) -> str:

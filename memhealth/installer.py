@@ -25,7 +25,7 @@ import sys
 
 from memhealth.config import render_default
 from memhealth.errors import SettingsError
-from memory_core.layout import CONFIG_NAME, DB_NAME, STATE_DIR
+from memory_core.store.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 # Claude Code event -> (our event, matcher or None, timeout config key, status message)
 WIRING = (
@@ -185,10 +185,12 @@ def _write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 
 def init_project(root: str, settings: str = "local", dry_run: bool = False,
                  launch: str | None = None, timeouts: dict | None = None,
-                 templates: bool = True) -> list[str]:
+                 templates: bool = True, register: bool = True) -> list[str]:
     """Set up memhealth in `root`; return the list of actions taken (or that would be).
     Shared settings get the portable launcher (SHARED_LAUNCHER) unless `launch` is given;
-    `templates` installs the convention files (memhealth.templates) that do not exist yet."""
+    `templates` installs the convention files (memhealth.templates) that do not exist yet;
+    `register` lists the project in the per-user registry (the demo's throwaway project is
+    not, so `serve --all` never serves it)."""
     root = os.path.abspath(root)
     if not os.path.isdir(root):
         raise SettingsError(f"{root} is not a directory")
@@ -227,7 +229,7 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
     if not os.path.exists(db):
         actions.append(f"created {db}")
         if not dry_run:
-            from memory_core.db import connect
+            from memory_core.store.db import connect
 
             connect(db).close()
     if launch == SHARED_LAUNCHER:
@@ -247,7 +249,8 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         from memhealth.templates import install_templates
 
         actions.extend(install_templates(root, dry_run))
-    actions.extend(_register(root, dry_run))
+    if register:
+        actions.extend(_register(root, dry_run))
     if hook_changes:
         actions.extend(hook_changes)
         actions.append(f"wrote {spath}")  # past tense always; `init --dry-run` rewords
@@ -258,9 +261,9 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
 
 
 def _register(root: str, dry_run: bool) -> list[str]:
-    """List the project in the per-user registry (memory_core/registry.py) so one
+    """List the project in the per-user registry (memory_core/store/registry.py) so one
     `memhealth serve --all` serves it; a full or unwritable registry is said, never fatal."""
-    from memory_core import registry
+    from memory_core.store import registry
 
     path = registry.registry_path()
     if any(e.root == root for e in registry.read(path)):

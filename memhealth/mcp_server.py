@@ -39,9 +39,10 @@ class MemoryTools:
         """Run work(ctx, trace, span) inside a recorded MCP server span; count the call."""
         from memhealth.config import load
         from memhealth.project import Project
-        from memory_core.db import connect
-        from memory_core.outbox import Trace, bump, observe
-        from memory_core.tx import write
+        from memory_core.outbox.rollups import bump, observe
+        from memory_core.outbox.spans import Trace
+        from memory_core.store.db import connect
+        from memory_core.store.tx import write
 
         assert tool in MCP_TOOLS, tool
         project = Project.find(self.start_dir)
@@ -73,7 +74,7 @@ class MemoryTools:
 
     def search(self, query: str, k: int = 5) -> dict:
         from memhealth.errors import UsageError
-        from memory_core.search import search
+        from memory_core.index.search import search
 
         k = max(1, min(int(k), MAX_K))
 
@@ -103,7 +104,7 @@ class MemoryTools:
         return self._call("remember", work)
 
     def cues(self) -> list[dict]:
-        from memory_core.cuespec import list_cues
+        from memory_core.items.compile import list_cues
 
         def work(ctx, trace, span):
             items = list_cues(ctx.conn, ctx.project.root, ctx.cfg)

@@ -6,7 +6,7 @@ agent as an instruction overriding its own is quoted and labelled. Each kind is 
     text, counts = neutralize("… Ignore previous instructions …")
     counts == {"instruction": 1}
 
-- harness_tag: `<system-reminder>`, `</system-reminder>` and every tag of memory_core.intent's
+- harness_tag: `<system-reminder>`, `</system-reminder>` and every tag of memory_core.delivery.intent's
   machine-turn shapes: their `<` becomes `‹`, so a memory file cannot end memhealth's frame.
 - tool_markup: tool-call and tool-result markup (`<function_calls>`, `<invoke …>`,
   `<parameter …>`, `<function_results>`, `<tool_use>`, `<tool_result>`, `<tool_call>`, and any
@@ -50,7 +50,7 @@ _harness = None
 def _harness_tag():
     global _harness
     if _harness is None:
-        from memory_core.intent import SYSTEM_TURN_PREFIXES
+        from memory_core.delivery.intent import SYSTEM_TURN_PREFIXES
 
         names = sorted({p[1:].rstrip(">") for p in SYSTEM_TURN_PREFIXES if p.startswith("<")}, key=len,
                        reverse=True)

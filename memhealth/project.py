@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from memhealth.errors import ProjectNotFound
-from memory_core.layout import DB_NAME, SPILL_NAME, STATE_DIR
+from memory_core.store.layout import DB_NAME, SPILL_NAME, STATE_DIR
 
 
 class Project:
@@ -24,7 +24,7 @@ class Project:
 
     @property
     def spill_path(self) -> str:
-        """Rows a hook could not write to the database wait here (see memory_core.spill)."""
+        """Rows a hook could not write to the database wait here (see memory_core.outbox.spill)."""
         return os.path.join(self.state_dir, SPILL_NAME)
 
     @classmethod

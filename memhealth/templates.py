@@ -1,4 +1,4 @@
-"""Conventions shipped as files (paper §3.5): what `memhealth init` installs, never
+"""Conventions shipped as files (Memory as Infrastructure §3.5): what `memhealth init` installs, never
 overwriting what exists; `memhealth init --no-templates` skips them.
 
     .memhealth/memory/MEMORY.md         the index: one line per memory, a `## LATEST` resume anchor
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from memory_core.layout import LEDGERS_DIR, MEMORY_DIR, STATE_DIR
+from memory_core.store.layout import LEDGERS_DIR, MEMORY_DIR, STATE_DIR
 
 MEMORY_INDEX = """# Memory index
 

@@ -10,13 +10,13 @@
      │    └── StoreWalDeleted    memory.db-wal was deleted under open connections
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
      ├── DimensionMismatch       a vector of the wrong width was offered to the store
-     ├── EmbedError              (memory_core.embed) an embedding call failed; .reason says
+     ├── EmbedError              (memory_core.index.embed) an embedding call failed; .reason says
      │                           how: unreachable, timeout, model_missing, busy, wrong width…
-     ├── HttpError               (memory_core.http) a transport failure, .kind says which;
-     │                           memory_core.embed turns every one into an EmbedError
+     ├── HttpError               (memory_core.index.http) a transport failure, .kind says which;
+     │                           memory_core.index.embed turns every one into an EmbedError
      └── UnknownSource           (memory_core.ingest) a source name that is not a source; exit 2
 
-Every writer, in every layer, goes through memory_core.tx.write: a failed write raises the
+Every writer, in every layer, goes through memory_core.store.tx.write: a failed write raises the
 same StoreError subclass whoever wrote the row.
 """
 

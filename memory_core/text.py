@@ -44,3 +44,9 @@ def git_provenance(attrs: dict | None) -> str:
     if info.get("local"):
         out += "; local, changed since that commit" if out else ", local, not committed"
     return out
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their terminators (LF or CRLF); a lone CR stays in the line."""
+    lines = text.split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]

@@ -28,9 +28,9 @@ from __future__ import annotations
 import json
 import math
 
-from memory_core import outbox
-from memory_core.db import write
-from memory_core.meta import get_meta, set_meta
+from memory_core.outbox import rollups
+from memory_core.store.db import write
+from memory_core.store.meta import get_meta, set_meta
 from probes.errors import AlertPayloadError
 
 try:
@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
 SEVERITIES = ("page", "ticket", "note")
-# Alertmanager / mixin severities → ours (REFERENCE §10: critical = page, warning = ticket,
+# Alertmanager / mixin severities → ours (the kubernetes-mixin convention: critical = page, warning = ticket,
 # info = not routed). An unknown severity is a ticket: paging must be declared.
 SEVERITY_MAP = {"critical": "page", "page": "page", "error": "page",
                 "warning": "ticket", "ticket": "ticket",
@@ -184,7 +184,7 @@ def _store(conn, d: Decision) -> None:
         "INSERT INTO alert_decisions(ts_ns, route, alertname, fingerprint, severity, status, decision, "
         "detail) VALUES (?,?,?,?,?,?,?,?)",
         (_ns(d.ts), d.route, d.alertname, d.fingerprint, d.severity, d.status, d.decision, d.detail))
-    outbox.bump(conn, "memhealth_alert_decisions_total", {"route": d.route, "decision": d.decision})
+    rollups.bump(conn, "memhealth_alert_decisions_total", {"route": d.route, "decision": d.decision})
 
 
 def _digest_due(conn, route: str, now: float, cfg: dict) -> Decision | None:
@@ -270,7 +270,7 @@ def decide(conn, alerts: list[dict], now: float, cfg: dict, route: str | None = 
                     out.append(meta)
         for r in sorted(routes):
             remaining = max(per_window - pages_used(conn, r, start, now), 0)
-            outbox.set_gauge(conn, "memhealth_alert_budget_remaining", float(remaining), {"route": r})
+            rollups.set_gauge(conn, "memhealth_alert_budget_remaining", float(remaining), {"route": r})
     return out
 
 

@@ -13,14 +13,14 @@ import re
 import shlex
 import sys
 
-from memory_core import docfreq
-from memory_core.db import sqlite3, write
-from memory_core.meta import set_meta
-from memory_core.vectors import count_check, vector_count
+from memory_core.index import docfreq
+from memory_core.index.vectors import count_check, vector_count
+from memory_core.store.db import sqlite3, write
+from memory_core.store.meta import set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 from telemetry.slo import EXPORT_MAX_LAG_S  # shared with the MemhealthExporterDown rule
 
-MEMORY_MAX_LINES = 280  # REFERENCE §4.1 check 8
+MEMORY_MAX_LINES = 280  # the reference harness's MEMORY.md size check
 MEMORY_MAX_BYTES = 90_000
 ANCHOR_MAX_AGE_S = 7 * 86400
 FTS_FULL_CHECK_MAX_CHUNKS = 200_000  # above this, parity counts stand in for the full scan
@@ -93,7 +93,7 @@ def vector_coverage(ev) -> CheckResult:
         return note("embeddings not configured: search is BM25-only",
                     fix='set [embedding].url (e.g. "http://127.0.0.1:11434") to add the vector leg',
                     audience=OPERATOR)
-    from memory_core.db import load_vec, vec_unavailable_reason
+    from memory_core.store.db import load_vec, vec_unavailable_reason
 
     reason = "" if load_vec(ev.conn) else (vec_unavailable_reason() or "sqlite-vec failed to load")
     if reason:
@@ -241,7 +241,7 @@ def index_integrity(ev) -> CheckResult:
                 # rank 1: compare the index with the external content table, not only itself
                 conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
             except sqlite3.Error as exc:  # the check reports corruption as a DatabaseError
-                from memory_core.tx import failure_reason
+                from memory_core.store.tx import failure_reason
 
                 # the check is written as an INSERT: a read-only store refuses it, which says
                 # nothing about the index (hook_heartbeats and the store check name the cause)
@@ -293,7 +293,7 @@ def teammate_memory(ev) -> list[tuple[str, str, str]]:
     import json
     from datetime import datetime
 
-    from memory_core.meta import get_meta
+    from memory_core.store.meta import get_meta
 
     me = (get_meta(ev.conn, "git.user_email") or "").strip().lower()
     row = ev.conn.execute("SELECT max(ended_ns) FROM heartbeats WHERE hook = 'session-end' "

@@ -4,7 +4,7 @@ requests, telling apart failures that need different fixes.
     result = embedding_path(ev)      # CheckResult with .state in STATES
     result.extra                     # {"probe_s": 0.012, "warmup_s": 0.0}
 
-Sequence (REFERENCE §4.2, §7; one request when healthy, where the reference makes three):
+Sequence (one request when healthy, where the paper's reference harness makes three):
   1. Only when a fallback model is configured: GET /api/tags, then the fallback is checked
      without loading it: installed, and its width from /api/show model_info
      "<arch>.embedding_length" equals [embedding].dim → else fallback_mismatch
@@ -94,7 +94,7 @@ def embedding_path(ev) -> CheckResult:
                     "not_configured", t0)
         r.audience = "operator"  # a choice the person made, nothing Claude can act on
         return r
-    from memory_core.embed import EmbedError, OllamaClient
+    from memory_core.index.embed import EmbedError, OllamaClient
 
     timeout_s = float(e["timeout_s"])
     hook_left = ev.remaining_s() if hasattr(ev, "remaining_s") else None
@@ -130,7 +130,7 @@ def embedding_path(ev) -> CheckResult:
                                "model_missing", t0)
             if exc.reason != "timeout":
                 return _failure(exc, e, t0)
-        # one warm-up retry: a cold model is loading, not dead (paper §3.4). Inside a hook
+        # one warm-up retry: a cold model is loading, not dead (Memory as Infrastructure §3.4). Inside a hook
         # (a deadline is set) there is none: the hook spends one bounded attempt and leaves
         # the verdict to `memhealth gate` and serve's probe, which can wait the warm-up out
         full_s = warm_s = float(e["warmup_timeout_s"])
@@ -165,7 +165,7 @@ def embedding_path(ev) -> CheckResult:
 
 def _installed(client, timeout_s: float) -> str:
     """" (N model(s) installed)" from /api/tags, best effort (the failure path only)."""
-    from memory_core.embed import EmbedError
+    from memory_core.index.embed import EmbedError
 
     try:
         return f" ({len(client.tags(timeout_s=timeout_s))} model(s) installed)"
@@ -176,7 +176,7 @@ def _installed(client, timeout_s: float) -> str:
 def _check_fallback(client, models, fallback: str, dim: int, timeout_s: float):
     """(detail, fix) when the fallback model can never serve this index, else None. Reads
     /api/show metadata only: the model is not loaded. A show failure is not RED."""
-    from memory_core.embed import EmbedError, embedding_length
+    from memory_core.index.embed import EmbedError, embedding_length
 
     if not client.has_model(models, fallback):
         return (f"fallback model {fallback} is not installed: a fallback would fail every time",

@@ -13,9 +13,9 @@ import json
 import os
 import time
 
-from memory_core.heartbeat import FUTURE_SLACK_NS
-from memory_core.layout import DB_NAME, SPILL_NAME, STATE_DIR
-from memory_core.meta import get_meta
+from memory_core.outbox.heartbeat import FUTURE_SLACK_NS
+from memory_core.store.layout import DB_NAME, SPILL_NAME, STATE_DIR
+from memory_core.store.meta import get_meta
 
 ACK_PREFIX = "gate.ack."  # meta: gate.ack.<check> = {"ack_ns", "detail"} (memhealth gate --ack)
 
@@ -41,7 +41,7 @@ class Evidence:
         self.now = time.time() if now is None else float(now)
         self.session_id = session_id
         self.deadline = deadline
-        self.trace = trace  # a memory_core.outbox.Trace for probe spans, or None
+        self.trace = trace  # a memory_core.outbox.spans.Trace for probe spans, or None
         self._tables: set[str] | None = None
         self._meta: dict[str, str | None] = {}
 

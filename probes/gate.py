@@ -15,10 +15,10 @@ import json
 import os
 import time
 
-from memory_core import heartbeat, outbox, spill
-from memory_core.db import write
 from memory_core.errors import MemoryCoreError, StoreError
-from memory_core.meta import set_meta
+from memory_core.outbox import heartbeat, rollups, spans, spill
+from memory_core.store.db import write
+from memory_core.store.meta import set_meta
 from probes import checks, heartbeats, novelty
 from probes.evidence import ACK_PREFIX
 from probes.result import MEMORY, NOTE, OPERATOR, RED, CheckResult
@@ -184,18 +184,18 @@ def store(conn, verdict: Verdict, session_id: str | None, ts_ns: int) -> int:
             "VALUES (?,?,?,?,?,?,?)",
             [(run_id, r.name, r.status, r.state, r.detail, r.fix or None, r.duration_ms)
              for r in verdict.results])
-        outbox.bump(conn, "memhealth_gate_runs_total", {"verdict": verdict.verdict})
+        rollups.bump(conn, "memhealth_gate_runs_total", {"verdict": verdict.verdict})
         for r in verdict.results:
-            outbox.set_gauge(conn, "memhealth_gate_check_status", GATE_STATUS_VALUES[r.status],
+            rollups.set_gauge(conn, "memhealth_gate_check_status", GATE_STATUS_VALUES[r.status],
                              {"check": r.name})
         probe = verdict.get("embedding_path")
         if probe is not None and probe.state in EMBEDDING_STATES:
             for state in EMBEDDING_STATES:
-                outbox.set_gauge(conn, "memhealth_embedding_state", 1.0 if state == probe.state else 0.0,
+                rollups.set_gauge(conn, "memhealth_embedding_state", 1.0 if state == probe.state else 0.0,
                                  {"state": state})
             if "probe_s" in probe.extra:
-                outbox.set_gauge(conn, "memhealth_embedding_probe_duration_seconds", probe.extra["probe_s"])
-            outbox.set_gauge(conn, "memhealth_embedding_warmup_seconds",
+                rollups.set_gauge(conn, "memhealth_embedding_probe_duration_seconds", probe.extra["probe_s"])
+            rollups.set_gauge(conn, "memhealth_embedding_warmup_seconds",
                              probe.extra.get("warmup_s", 0.0) if probe.state == "cold" else 0.0)
     return run_id
 
@@ -213,7 +213,7 @@ def run(ev, selected=CHECKS, trace=None, write_trace: bool = True) -> Verdict:
     t0 = time.perf_counter()
     own_trace = trace is None
     if own_trace:
-        trace = outbox.Trace()
+        trace = spans.Trace()
     root = trace.span("memhealth.gate", **{"session.id": ev.session_id or ""})
     ev.trace = trace
     hb_id = None
@@ -250,8 +250,8 @@ def _bound_outbox(ev) -> None:
     it; best effort, a busy store prunes next time."""
     tel = ev.cfg.get("telemetry", {})
     try:
-        outbox.prune_spans(ev.conn, float(tel.get("retention_days", 14.0)),
-                           int(tel.get("outbox_max_rows", outbox.DEFAULT_MAX_ROWS)), now_ns=ev.now_ns)
+        spans.prune_spans(ev.conn, float(tel.get("retention_days", 14.0)),
+                           int(tel.get("outbox_max_rows", spans.DEFAULT_MAX_ROWS)), now_ns=ev.now_ns)
     except (StoreError, MemoryCoreError, ev.conn.Error):
         pass
 

@@ -16,12 +16,13 @@ import json
 import os
 import re
 
-from memory_core import identity, journal, spill
-from memory_core.db import write
+from memory_core.delivery.intent import system_turn
 from memory_core.errors import StoreError
-from memory_core.heartbeat import FUTURE_SLACK_NS
-from memory_core.intent import system_turn
-from memory_core.meta import get_meta, set_meta
+from memory_core.outbox import journal, spill
+from memory_core.outbox.heartbeat import FUTURE_SLACK_NS
+from memory_core.store import identity
+from memory_core.store.db import write
+from memory_core.store.meta import get_meta, set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 
 _OURS = re.compile(r"memhealth.*\bhook\s+([a-z][a-z-]*)\s*$")

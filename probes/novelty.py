@@ -7,7 +7,7 @@ succeeds.
     render_novelty(ev)                                            # the check
 
 The signature covers what the render is built from (pinned items, decisions, standing
-feedback, the resume anchor: `memory_core.render.render_inputs`), not the whole corpus: a
+feedback, the resume anchor: `memory_core.delivery.render.render_inputs`), not the whole corpus: a
 doc edit and a re-ingest leave the render's inputs alone, and an identical render is then
 correct. Rows are tagged "in:" so rows from before (whole-corpus signatures) never compare.
 """
@@ -19,10 +19,10 @@ try:  # the builtin module: hashlib would load OpenSSL on the session-start path
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-from memory_core.db import write
+from memory_core.store.db import write
 from probes.result import OPERATOR, CheckResult, green, note, red
 
-REPEATS = 3  # the same render in this many distinct sessions (REFERENCE §4.1 check 9)
+REPEATS = 3  # the same render in this many distinct sessions (the reference harness's render-repeat check)
 WINDOW = 200  # rows of history the check looks at
 KEEP = 1000  # rows kept in the table
 
@@ -32,7 +32,7 @@ SIG_PREFIX = "in:"
 
 def inputs_signature(conn) -> str:
     """A fingerprint of the session-start render's inputs, as the render would print them."""
-    from memory_core.render import render_inputs
+    from memory_core.delivery.render import render_inputs
 
     text = "\n".join(render_inputs(conn))
     return SIG_PREFIX + _blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()

@@ -33,7 +33,7 @@ class CheckResult:
         if audience is not None and audience not in AUDIENCES:
             raise ValueError(f"audience must be one of {', '.join(AUDIENCES)}, not {audience!r}")
         if status == RED and not fix:
-            # every RED must be actionable (paper §5, principle 5)
+            # every RED must be actionable (Memory as Infrastructure §5, principle 5)
             fix = "investigate the data source"
         self.name = name
         self.status = status

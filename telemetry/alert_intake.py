@@ -14,7 +14,7 @@ import os
 import threading
 import time
 
-from memory_core.db import connect
+from memory_core.store.db import connect
 
 MAX_ALERT_BODY = 4 * 1024 * 1024
 

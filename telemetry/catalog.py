@@ -23,12 +23,12 @@ EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dim
                     "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
 OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
-CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.capture.KINDS
+CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.records.extract.KINDS
 TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
 CAPTURE_QUEUES = ("triage", "work")
 MCP_TOOLS = ("search", "remember", "cues")  # memhealth.mcp_server: the agent's memory tools
 MCP_OUTCOMES = ("ok", "error")
-# Cue-anchored delivery (memory_core.cues): what fired each evaluation, and why not.
+# Cue-anchored delivery (memory_core.delivery.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
 NEUTRALIZED_KINDS = ("harness_tag", "tool_markup", "instruction")  # memhealth.neutralize.KINDS
@@ -122,7 +122,7 @@ METRICS: tuple[Metric, ...] = (
            label_values={"decision": ALERT_DECISIONS}),
     Metric("memhealth_alert_budget_remaining", "gauge", "1",
            "Pages left in the current budget window per route.", ("route",)),
-    # Anti-recurrence capture (memory_core.capture_store, memory_core.triage).
+    # Anti-recurrence capture (memory_core.records.queue, memory_core.records.triage).
     Metric("memhealth_capture_candidates_total", "counter", "1",
            "Candidates proposed by the session-end extraction, by kind.", ("kind",),
            label_values={"kind": CAPTURE_KINDS}),

@@ -8,7 +8,7 @@ A scrape never scans raw heartbeat, span or decision rows: counters and histogra
 from the `rollups` table that writers keep current, gauges from small tables (watermarks,
 the latest gate run, meta) and two indexed counts (chunks per source, outbox backlog by
 primary-key range). `describe()` is defined so registering the collector never queries
-SQLite (REFERENCE §9: without it the registry calls `collect()` at registration).
+SQLite (without it prometheus_client's registry calls `collect()` at registration).
 
 `read_families()` is the library part (standard library only); the OTLP metric export in
 `telemetry.export` reads the same families, so both views always agree.
@@ -20,11 +20,11 @@ import json
 import threading
 import time
 
-from memory_core import docfreq
-from memory_core.db import connect, load_vec, sqlite3
 from memory_core.errors import StoreError
-from memory_core.meta import get_meta
-from memory_core.vectors import vector_count
+from memory_core.index import docfreq
+from memory_core.index.vectors import vector_count
+from memory_core.store.db import connect, load_vec, sqlite3
+from memory_core.store.meta import get_meta
 from telemetry.catalog import (
     CATALOG,
     EMBEDDING_STATES,
@@ -120,7 +120,7 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
         # drain (spill, journal) before reaping, as the gate does: a spilled completion is
         # never reaped as killed, a hook killed before the database is (best effort: a
         # locked store still gets read)
-        from memory_core import journal
+        from memory_core.outbox import journal
 
         state_dir = store_dir(conn)
         if state_dir:
@@ -217,7 +217,7 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
 
 def _read_exemplars(conn, families: dict, parts: dict) -> None:
     """Attach the latest trace id per histogram bucket (rollup_exemplars, kept by
-    memory_core.heartbeat at finish) to the histograms read from rollups. A store from
+    memory_core.outbox.heartbeat at finish) to the histograms read from rollups. A store from
     before the table (serve migrates up front; a library caller may not) has none."""
     if not _table_exists(conn, "rollup_exemplars"):
         return

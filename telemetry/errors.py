@@ -9,7 +9,7 @@
                                 is unusable (missing, unreadable, readable by others)
 
 A row that cannot be written raises `memory_core.errors.StoreError`: the write path is the
-store's (memory_core.tx), not telemetry's own failure.
+store's (memory_core.store.tx), not telemetry's own failure.
 """
 
 from __future__ import annotations

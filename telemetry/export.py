@@ -17,7 +17,7 @@ those never exported are counted in `memhealth_outbox_dropped_spans_total{reason
 
 Every run makes at most one failing network call, bounded by `telemetry.export_timeout_s`
 passed as the exporter's constructor `timeout=` (OTEL_EXPORTER_OTLP_TIMEOUT is seconds in
-Python but milliseconds in the spec; REFERENCE §8). Other OTEL_* variables (headers,
+Python but milliseconds in the OpenTelemetry spec). Other OTEL_* variables (headers,
 compression, endpoint, service name, resource attributes) are honoured.
 """
 
@@ -28,10 +28,10 @@ import logging
 import os
 import time
 
-from memory_core.db import sqlite3, write
 from memory_core.errors import StoreError
-from memory_core.meta import get_meta, init_meta, set_meta
-from memory_core.outbox import prune_spans
+from memory_core.outbox.spans import prune_spans
+from memory_core.store.db import sqlite3, write
+from memory_core.store.meta import get_meta, init_meta, set_meta
 from telemetry.collector import (
     META_EXPORT_LAST_ID,
     META_EXPORT_LAST_SUCCESS,
@@ -473,7 +473,7 @@ class OtlpExporter:
         result = ExportResult()
         now_ns = now_ns or time.time_ns()
         try:
-            # the same bounds the gate keeps (memory_core.outbox.prune_spans: one definition)
+            # the same bounds the gate keeps (memory_core.outbox.spans.prune_spans: one definition)
             dropped = prune_spans(conn, self.retention_days, self.outbox_max_rows, now_ns)
             result.dropped = sum(dropped.values())
             if self.disabled:
@@ -516,7 +516,7 @@ class OtlpExporter:
                 set_meta(conn, META_EXPORT_LAST_ID, last_id)
                 set_meta(conn, META_EXPORT_LAST_SUCCESS, time.time_ns())
                 set_meta(conn, META_EXPORT_LAST_ERROR, "")
-                from memory_core.outbox import bump
+                from memory_core.outbox.rollups import bump
 
                 if spans:
                     bump(conn, "memhealth_exported_spans_total", None, len(spans))

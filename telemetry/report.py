@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core.meta import meta_with_prefix
+from memory_core.store.meta import meta_with_prefix
 from telemetry.catalog import INJECTION_OUTCOMES
 
 DAY_NS = 86400 * 10 ** 9
@@ -47,7 +47,7 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
     if killed_after_s is not None:
         # drain, then reap (best effort: a locked store still gets reported; open rows show
         # as running)
-        from memory_core.journal import settle
+        from memory_core.outbox.journal import settle
         from telemetry.collector import store_dir
 
         state_dir = store_dir(conn)
@@ -325,7 +325,7 @@ def render_text(data: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-# --- the ablation protocol (memhealth ablation; paper §8) --------------------------------
+# --- the ablation protocol (memhealth ablation; Memory as Infrastructure §8) --------------------------------
 
 ABLATION_BLOCKS = {"dnr": "DO-NOT-REBUILD", "dead_end": "DEAD-END"}
 SMALL_ARM = 30  # prompts per arm under which a difference is anecdote, not evidence
@@ -337,7 +337,7 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
     DO-NOT-REBUILD and DEAD-END blocks fired or would-have-fired (re-proposals of confirmed
     subsystems and dead ends), gate runs and REDs, and the time from a hook failure to the
     first RED verdict after it. Every row is put in the arm in force at its timestamp."""
-    from memory_core import ablation
+    from memory_core.delivery import ablation
 
     now_ns = now_ns or time.time_ns()
     sched = ablation.load(conn)

@@ -9,9 +9,9 @@ Endpoints:
 - `GET /metrics`: Prometheus exposition from the store (`telemetry.collector`). A scrape
   is bounded: a locked or slow store yields the last good values and
   `memhealth_scrape_errors_total` goes up, never a hang (a scrape that waits past
-  scrape_timeout makes a live target read as dead; REFERENCE §7).
+  scrape_timeout makes a live target read as dead).
 - `GET /`, `/decisions`, `/memory`, `/triage`, `/alerts-budget` and `POST /triage/*`: the
-  console (telemetry/console.py): pages for a person, Host-checked, CSRF-tokened, strict CSP.
+  console (telemetry/console/): pages for a person, Host-checked, CSRF-tokened, strict CSP.
 - `GET /healthz`: liveness of serve itself, from memory only; never waits on a probe or
   the database.
 - `POST /alerts`: Alertmanager webhook (v4) → alert budget policy → sinks. Every decision
@@ -36,8 +36,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from memory_core.db import connect
 from memory_core.errors import StoreError
+from memory_core.store.db import connect
 from telemetry.alert_intake import MAX_ALERT_BODY, AlertIntake
 from telemetry.collector import StoreCollector
 from telemetry.console import POST_ROUTES as CONSOLE_POST
@@ -456,6 +456,19 @@ class ServeHandler(BaseHTTPRequestHandler):
                    headers={"WWW-Authenticate": 'Bearer realm="memhealth"'})
         return False
 
+    def _read_body(self, limit: int) -> tuple[bytes | None, int]:
+        """(the request body, 200), or (None, 400) for a missing or bad Content-Length and
+        (None, 413) for one over `limit`. A refused body is never read, so the connection
+        closes after the answer: its bytes must not be parsed as the next request."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > limit:
+            self.close_connection = True
+            return None, 400 if length < 0 else 413
+        return self.rfile.read(length), 200
+
     def _console(self, result: tuple[int, dict, bytes]) -> None:
         code, headers, body = result
         headers = dict(headers)
@@ -494,31 +507,23 @@ def _handler(app: Serve):
             if path != "/alerts":
                 self._json(404, {"error": f"no route {path}"})
                 return
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if length < 0 or length > MAX_ALERT_BODY:
+            body, status = self._read_body(MAX_ALERT_BODY)
+            if body is None:
                 app.sink.append({"ts": time.time(), "decision": "rejected",
                                  "error": f"bad Content-Length {self.headers.get('Content-Length')!r}"})
-                self._json(400 if length < 0 else 413, {"error": "bad or oversized body"})
+                self._json(status, {"error": "bad or oversized body"})
                 return
-            body = self.rfile.read(length)
             code, obj = app.alerts(body)
             self._json(code, obj)
 
         def _console_post(self, path: str) -> None:
             from telemetry.console import MAX_FORM_BODY
 
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if length < 0 or length > MAX_FORM_BODY:
-                self.close_connection = True  # the unread body must not be parsed as a request
-                self._send(400 if length < 0 else 413, b"bad or oversized form\n", "text/plain")
+            body, status = self._read_body(MAX_FORM_BODY)
+            if body is None:
+                self._send(status, b"bad or oversized form\n", "text/plain")
                 return
-            self._console(app.console.post(path, self.rfile.read(length), self.headers))
+            self._console(app.console.post(path, body, self.headers))
 
     return Handler
 

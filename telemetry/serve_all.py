@@ -17,8 +17,8 @@ import os
 import threading
 import time
 
-from memory_core.db import connect
 from memory_core.errors import StoreError
+from memory_core.store.db import connect
 from telemetry.alert_intake import MAX_ALERT_BODY, AlertIntake, Sink, bounded, parse_webhook
 from telemetry.collector import StoreCollector
 from telemetry.errors import TelemetryError
@@ -225,7 +225,7 @@ class ProjectsCollector:
 
 class MultiServe(ServeThreads):
     """`memhealth serve --all`: every project in the per-user registry
-    (memory_core/registry.py) on one port: /metrics with a `project` label, /healthz, the
+    (memory_core/store/registry.py) on one port: /metrics with a `project` label, /healthz, the
     runbook, a project index at / linking to each project's console under /p/<name>/, and
     POST /alerts routed by each alert's `project` label to that project's budget and sinks.
     The gate and the OTLP exporter run per project in Lanes: a hung project holds its own
@@ -283,7 +283,7 @@ class MultiServe(ServeThreads):
     def targets(self) -> dict[str, Target]:
         """The projects served now; re-reads the registry when its file changed, and drops a
         project whose store is gone (and takes it back when it returns)."""
-        from memory_core import registry
+        from memory_core.store import registry
 
         with self._lock:
             now = time.monotonic()
@@ -615,16 +615,6 @@ def _multi_handler(app: MultiServe):
 
         do_HEAD = do_GET
 
-        def _body(self, limit: int) -> bytes | None:
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if length < 0 or length > limit:
-                self.close_connection = True  # the unread body must not be parsed as a request
-                return None
-            return self.rfile.read(length)
-
         def do_POST(self):
             from telemetry.console import POST_ROUTES
 
@@ -632,11 +622,11 @@ def _multi_handler(app: MultiServe):
                 return
             path = self.path.split("?", 1)[0]
             if path == "/alerts":
-                body = self._body(MAX_ALERT_BODY)
+                body, status = self._read_body(MAX_ALERT_BODY)
                 if body is None:
                     app.sink.append({"ts": time.time(), "decision": "rejected",
                                      "error": f"bad Content-Length {self.headers.get('Content-Length')!r}"})
-                    self._json(400, {"error": "bad or oversized body"})
+                    self._json(status, {"error": "bad or oversized body"})
                     return
                 code, obj = app.alerts(body)
                 self._json(code, obj)
@@ -648,9 +638,9 @@ def _multi_handler(app: MultiServe):
                     return
                 target, action = found
                 if action in POST_ROUTES:
-                    body = self._body(MAX_FORM_BODY)
+                    body, status = self._read_body(MAX_FORM_BODY)
                     if body is None:
-                        self._send(400, b"bad or oversized form\n", "text/plain")
+                        self._send(status, b"bad or oversized form\n", "text/plain")
                         return
                     self._console(target.console().post(action, body, self.headers))
                     return

@@ -92,7 +92,7 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("hook_heartbeats", "warning", "15m", "hooks",
               "a wired hook failed or was killed, missed prompts, left rows in the spill file, "
               "or no hooks are wired", ("MemhealthHookHeartbeatMissing",)),
-    # days, not minutes: a queue is a backlog of reading, never urgent (issue 12)
+    # days, not minutes: a queue is a backlog of reading, never urgent
     GateCheck("capture_queue", "warning", "2d", "memory",
               "more capture items wait for triage than [gate].capture_queue_max"),
     GateCheck("lineage_freshness", "warning", "30m", "ingest",

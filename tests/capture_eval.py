@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from memory_core.capture import KINDS, extract_lines
+from memory_core.records.extract import KINDS, extract_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURE = os.path.join(HERE, "fixtures", "capture")

@@ -13,7 +13,7 @@ import pytest
 
 # The same SQLite library as the code under test: two libraries in one process release
 # each other's POSIX locks on close, and a WAL database can then read as malformed.
-from memory_core.db import sqlite3
+from memory_core.store.db import sqlite3
 
 BIN_DIR = os.path.dirname(sys.executable)
 MEMHEALTH = os.path.join(BIN_DIR, "memhealth")
@@ -163,7 +163,7 @@ def cli(capsys, monkeypatch):
     tests). The environment is cleaned as clean_env() does; per-process embedding state
     (circuits, logged degradations) is forgotten afterwards, as a new process would."""
     from memhealth.cli import main
-    from memory_core import embed
+    from memory_core.index import embed
 
     for name in list(os.environ):
         if name.startswith(("MEMHEALTH_", "OTEL_", "CLAUDE_")):

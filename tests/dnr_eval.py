@@ -24,10 +24,10 @@ import subprocess
 
 from memhealth.config import load
 from memhealth.installer import launcher_argv
-from memory_core import inject
-from memory_core.db import connect
-from memory_core.intent import classify, system_turn
-from memory_core.outbox import Trace
+from memory_core.delivery import inject
+from memory_core.delivery.intent import classify, system_turn
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect
 from memory_core.text import clean
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -7,7 +7,7 @@ import os
 
 from memhealth.config import load
 from memhealth.installer import init_project
-from memory_core.db import connect
+from memory_core.store.db import connect
 from probes.evidence import Evidence
 
 DAY = 86400.0

@@ -4,7 +4,7 @@
         client = OllamaClient(ollama.url, "nomic-embed-text", 8)
         ollama.mode = "busy"                      # switch fault at runtime
 
-It speaks the endpoints memhealth uses (REFERENCE §3): GET /api/tags, POST /api/show,
+It speaks the endpoints memhealth uses (Ollama's HTTP API): GET /api/tags, POST /api/show,
 POST /api/embed, legacy POST /api/embeddings, GET /api/ps. Vectors are hash-seeded and
 L2-normalised: identical text gives identical vectors; similar text is not close.
 

@@ -8,7 +8,7 @@ ExportTraceServiceRequest and ExportMetricsServiceRequest protobuf (plain or gzi
         rx.mode = "hang"                   # accept and never answer (a wedged collector)
         rx.mode = "slow"                   # record, then acknowledge after rx.slow_s
 
-There is no OpenTelemetry Collector in Debian (REFERENCE §11); this is what the tests
+There is no OpenTelemetry Collector in Debian; this is what the tests
 export to.
 """
 

@@ -20,7 +20,7 @@ SCRUB_PROJECT = "/home/dev/ledger-service"
 
 
 def slug(path: str) -> str:
-    """Claude Code's transcript directory name for a project path (REFERENCE §2)."""
+    """Claude Code's transcript directory name for a project path."""
     return re.sub(r"[^A-Za-z0-9]", "-", path)
 
 

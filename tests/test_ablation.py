@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from memory_core.ablation import ABLATION_KEY, DAY_NS
-from memory_core.db import connect
+from memory_core.delivery.ablation import ABLATION_KEY, DAY_NS
+from memory_core.store.db import connect
 from tests.conftest import payload, rows, run_cli, run_hook
 from tests.test_inject import COMPACTOR, seed
 
@@ -52,11 +52,11 @@ def test_start_status_stop_and_usage_errors(project):
         ["ablated", "baseline", "ablated", "baseline", "ablated"], started.stdout
     assert "ablated <- now" in started.stdout and "now: ablated ([gate].mode = off)" in started.stdout
     again = run_cli("ablation", "start", "injection-off", "--days", "3", "--project", p)
-    assert again.returncode == 1 and "ablation stop` first" in again.stdout
-    status = json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)
+    assert again.returncode == 1 and "ablation stop` first" in again.stderr
+    status = json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)["schedule"]
     assert status["arm"] == "gate-off" and status["now"] == "ablated" and status["active"] is True
     assert run_cli("ablation", "stop", "--project", p).returncode == 0
-    status = json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)
+    status = json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)["schedule"]
     assert status["now"] is None and status["active"] is False and status["stopped_ns"]
     assert run_cli("ablation", "stop", "--project", p).returncode == 1  # nothing running
     # a new schedule may start; the stopped one is kept for the record
@@ -85,7 +85,7 @@ def test_injection_off_alternates_days_and_the_report_compares_the_arms(project)
     pass_a_day(project)  # day 2, baseline: the same re-proposal gets the block
     baseline = run_hook("prompt", payload("prompt", project, prompt=BUILD, session_id="s-day2"), cwd=p)
     assert 'DO-NOT-REBUILD? "snapshot compactor"' in baseline.context()
-    status = json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)
+    status = json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)["schedule"]
     assert status["now"] == "baseline"
 
     pass_a_day(project)  # day 3, ablated again
@@ -114,7 +114,7 @@ def test_injection_off_alternates_days_and_the_report_compares_the_arms(project)
     pass_a_day(project)
     after = run_hook("prompt", payload("prompt", project, prompt=BUILD, session_id="s-after"), cwd=p)
     assert 'DO-NOT-REBUILD? "snapshot compactor"' in after.context()
-    assert json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)["now"] is None
+    assert json.loads(run_cli("ablation", "status", "--json", "--project", p).stdout)["schedule"]["now"] is None
 
 
 def test_gate_off_skips_the_session_start_gate_on_ablated_days_only(project):

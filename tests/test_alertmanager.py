@@ -29,6 +29,8 @@ from tests.conftest import REPO, require_binary, rows, stop_process
 from tests.test_prometheus_e2e import free_port, get_json, wait_for
 from tests.test_serve import ServeProcess
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 CONFIG = os.path.join(REPO, "alerts", "alertmanager.yml")
 RUNBOOK = RUNBOOK_URL + "#"
 
@@ -257,7 +259,7 @@ def test_serve_down_goes_only_to_the_receiver_outside_serve(stack):
 
 
 def test_a_page_mutes_only_the_ticket_of_its_own_alert(stack):
-    """Scoped by alertname (issue 13): the critical burn tier mutes the ticket tier of the
+    """Scoped by alertname: the critical burn tier mutes the ticket tier of the
     same burn alert, and not MemhealthHookHeartbeatMissing on the same component; one gate
     check's page does not mute another check's ticket; a dedicated alert mutes the generic
     RED of the check it explains."""

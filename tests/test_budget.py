@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memhealth.config import defaults
-from memory_core.db import connect
+from memory_core.store.db import connect
 from probes import budget
 from probes.errors import AlertPayloadError
 

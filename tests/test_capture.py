@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from memory_core.capture import extract_text
+from memory_core.records.extract import extract_text
 from tests.capture_eval import CAPTURE, candidates, evaluate
 from tests.conftest import FIXTURES
 
@@ -50,7 +50,7 @@ def tmp_line(record: dict) -> str:
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(FIXTURES, "transcripts", "*.jsonl"))),
                          ids=os.path.basename)
 def test_real_transcripts_propose_only_from_typed_or_assistant_text(path):
-    from memory_core.intent import system_turn
+    from memory_core.delivery.intent import system_turn
 
     with open(path, "rb") as fh:
         lines = fh.read().split(b"\n")
@@ -113,7 +113,8 @@ def test_code_blocks_and_quotes_inside_a_reply_are_not_read():
 
 
 def test_the_store_side_spells_the_same_kinds_as_the_extractor():
-    from memory_core import capture, capture_store
+    from memory_core.records import extract as capture
+    from memory_core.records import queue as capture_store
     from telemetry.catalog import CAPTURE_KINDS
 
     assert capture.KINDS == capture_store.KINDS == CAPTURE_KINDS

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import payload, rows, run_cli, run_hook
 from tests.test_capture_worker import wait_for, work_status
 from tests.test_triage import turn
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 SESSION = [
     ("user", "The nightly export job times out on the orders table. Find out why."),
@@ -27,7 +31,7 @@ def test_a_confirmed_dead_end_comes_back_with_provenance_when_it_is_re_proposed(
     assert end.returncode == 0 and end.stdout == b""
     wait_for(lambda: work_status(project) == ["done"])
 
-    listed = json.loads(run_cli("triage", "--json", cwd=str(project)).stdout)
+    listed = json.loads(run_cli("triage", "--json", cwd=str(project)).stdout)["candidates"]
     kinds = {i["kind"]: i for i in listed}
     assert set(kinds) == {"dead_end", "decision"}
     confirm = run_cli("triage", "confirm", str(kinds["dead_end"]["id"]), cwd=str(project))

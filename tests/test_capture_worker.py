@@ -7,9 +7,9 @@ import os
 import signal
 import time
 
-from memory_core import capture_store
-from memory_core.capture import extract_lines
-from memory_core.db import connect
+from memory_core.records import queue as capture_store
+from memory_core.records.extract import extract_lines
+from memory_core.store.db import connect
 from tests.conftest import clean_env, payload, rows, run_cli, run_hook
 
 SUBJECTS = ("queue", "cache", "index", "ledger", "compactor", "snapshot", "cursor", "shard")

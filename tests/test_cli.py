@@ -44,7 +44,7 @@ def test_a_command_module_that_is_missing_fails_loudly(monkeypatch):
     (["serve", "--allow"], "unrecognized arguments: --allow"),  # never a prefix of --allow-remote
     (["search", "x", "--js"], "unrecognized arguments: --js"),
     (["embed", "--batch", "0"], "argument --batch: must be positive, not 0"),
-    (["search", "x", "--k", "0"], "argument --k: must be positive, not 0"),
+    (["search", "x", "--k", "0"], "argument --limit/--k: must be positive, not 0"),
     (["ingest", "--budget-s", "-1"], "argument --budget-s: must be positive, not -1"),
     (["report", "--days", "nan"], "argument --days: 'nan' is not a finite number"),
     (["embed", "--batch", "many"], "argument --batch: 'many' is not a number"),
@@ -133,12 +133,16 @@ def test_the_prompt_hook_on_a_non_intent_prompt_imports_nothing_heavy(project, p
 HOOK_PATH_MODULES = {
     "memhealth", "memhealth.cli", "memhealth.config", "memhealth.errors", "memhealth.handlers",
     "memhealth.hooks", "memhealth.project",
-    "memory_core", "memory_core.db", "memory_core.errors", "memory_core.heartbeat", "memory_core.intent",
-    "memory_core.layout", "memory_core.outbox", "memory_core.schema", "memory_core.text", "memory_core.tx",
+    "memory_core", "memory_core.errors", "memory_core.text",
+    "memory_core.store", "memory_core.store.db", "memory_core.store.layout",
+    "memory_core.store.schema", "memory_core.store.tx",
+    "memory_core.outbox", "memory_core.outbox.spans", "memory_core.outbox.decisions",
+    "memory_core.outbox.rollups", "memory_core.outbox.heartbeat",
     # the start journal (a started line before stdin or a lock can block) and the spill it
-    # writes through: stdlib only, on every hook on purpose (issue 9)
-    "memory_core.journal", "memory_core.spill",
-    "memory_core.cues",  # prompt cues (symbols, on: prompt): indexed lookups, stdlib re/os only
+    # writes through: stdlib only, on every hook on purpose
+    "memory_core.outbox.journal", "memory_core.outbox.spill",
+    "memory_core.delivery", "memory_core.delivery.intent",
+    "memory_core.delivery.cues",  # prompt cues (symbols, on: prompt): indexed lookups, stdlib re/os only
     "telemetry", "telemetry.catalog",
 }
 

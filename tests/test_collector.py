@@ -10,8 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memory_core import heartbeat, outbox
-from memory_core.db import connect, load_vec, write
+from memory_core.outbox import decisions, heartbeat, rollups, spans
+from memory_core.store.db import connect, load_vec, write
 from telemetry.catalog import HOOK_OUTCOMES, HOOKS, INJECTION_OUTCOMES, METRICS
 from telemetry.collector import StoreCollector
 from tests.conftest import require_binary
@@ -184,9 +184,9 @@ def test_a_locked_store_serves_the_last_good_values_and_counts_a_scrape_error(db
 def test_label_sets_that_do_not_match_the_catalog_are_not_exported(db):
     path, conn = db
     with write(conn):
-        outbox.bump(conn, "memhealth_degradations_total",
+        rollups.bump(conn, "memhealth_degradations_total",
                     {"component": "embed", "reason": "timeout", "path": "/home/secret"})
-        outbox.bump(conn, "memhealth_degradations_total", {"component": "embed", "reason": "timeout"})
+        rollups.bump(conn, "memhealth_degradations_total", {"component": "embed", "reason": "timeout"})
     registry, _ = scrape(path)
     text = generate_latest(registry).decode()
     assert "/home/secret" not in text
@@ -200,10 +200,10 @@ def test_promtool_check_metrics_passes_on_the_exposition(db):
     invoke(conn, "prompt")
     invoke(conn, "session-start", "error", reason="config")
     with write(conn):
-        outbox.insert_decision(conn, {"hook": "prompt", "outcome": "injected", "retrieval_ms": 4.0})
-        outbox.insert_degradation(conn, "embed", "unreachable")
-        outbox.bump(conn, "memhealth_alert_decisions_total", {"route": "pager", "decision": "paged"})
-        outbox.set_gauge(conn, "memhealth_alert_budget_remaining", 1, {"route": "pager"})
+        decisions.insert_decision(conn, {"hook": "prompt", "outcome": "injected", "retrieval_ms": 4.0})
+        decisions.insert_degradation(conn, "embed", "unreachable")
+        rollups.bump(conn, "memhealth_alert_decisions_total", {"route": "pager", "decision": "paged"})
+        rollups.set_gauge(conn, "memhealth_alert_budget_remaining", 1, {"route": "pager"})
     registry, _ = scrape(path)
     text = generate_latest(registry)
     proc = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=30)
@@ -245,7 +245,7 @@ def test_the_openmetrics_scrape_carries_the_latest_trace_id_per_duration_bucket(
     path, conn = db
     traces, ended = {}, {}
     for name, seconds in (("first", 0.02), ("second", 0.03), ("slow", 0.7)):
-        traces[name] = outbox.new_trace_id()
+        traces[name] = spans.new_trace_id()
         start = time.time_ns() - 10 ** 9
         ended[name] = start + int(seconds * 1e9)
         hb = heartbeat.start(conn, "prompt", "s1", traces[name], started_ns=start)
@@ -272,7 +272,7 @@ def test_an_exemplar_costs_one_row_per_bucket_not_per_invocation(db):
     assert conn.execute("SELECT count(*) FROM rollup_exemplars").fetchone()[0] == 0
     for _ in range(5):
         start = time.time_ns()
-        hb = heartbeat.start(conn, "prompt", "s1", outbox.new_trace_id(), started_ns=start)
+        hb = heartbeat.start(conn, "prompt", "s1", spans.new_trace_id(), started_ns=start)
         heartbeat.finish(conn, hb, "prompt", start, ended_ns=start + 20_000_000)
     assert conn.execute("SELECT metric, labels FROM rollup_exemplars").fetchall() == [
         ("memhealth_hook_duration_seconds_bucket", '{"hook":"prompt","le":"0.025"}')]

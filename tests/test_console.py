@@ -4,7 +4,7 @@ keyboard), and a request with a foreign Host or without the CSRF token changes n
 
 Screenshots of every page go to the test's tmp dir, or to $MEMHEALTH_CONSOLE_SCREENSHOTS
 (`MEMHEALTH_CONSOLE_SCREENSHOTS=docs/console pytest tests/test_console.py` regenerates the
-README's)."""
+screenshots in docs/how-to/console.md)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from tests.test_cues import PINNED, WAL, ingest, mem, tool
 from tests.test_serve import ServeProcess
 from tests.test_triage import SESSION, capture
 from tests.webdriver import Browser
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 PAGES = (("/", "Health"), ("/decisions", "Decisions"), ("/memory", "Memory"), ("/triage", "Triage"),
          ("/alerts-budget", "Alerts"))
@@ -280,7 +282,7 @@ def test_tokens_expire_and_are_bound_to_the_process_secret():
 
 
 def test_a_locked_store_fails_the_action_visibly_and_changes_nothing(seeded):
-    from memory_core.db import sqlite3
+    from memory_core.store.db import sqlite3
 
     project, server = seeded
     host = {"Host": f"127.0.0.1:{urlsplit(server.url).port}"}

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from memory_core.cuespec import compile_glob, parse_frontmatter, read_spec
+from memory_core.items.compile import compile_glob, parse_frontmatter, read_spec
 from tests.conftest import payload, rows, run_cli, run_hook
 
 WAL = """---
@@ -36,7 +36,7 @@ def mem(project, name: str, text: str) -> str:
 
 def ingest(project) -> None:
     proc = run_cli("ingest", "memory", "--project", str(project))
-    assert proc.returncode in (0,), proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "memory" in proc.stdout, proc.stdout + proc.stderr
 
 
 def tool(project, name: str, tool_input: dict, session: str = "s1", cwd=None) -> str | None:
@@ -257,7 +257,7 @@ def test_an_expired_item_is_audited_as_expired_and_not_delivered(project):
     assert sorted(rows(project, "SELECT trigger, reason FROM cue_audit WHERE outcome = 'skipped'")) == [
         ("path", "expired"), ("pinned", "expired")]
     listing = run_cli("cues", "--json", "--project", str(project))
-    states = {item["name"]: {c["state"] for c in item["cues"]} for item in json.loads(listing.stdout)}
+    states = {item["name"]: {c["state"] for c in item["cues"]} for item in json.loads(listing.stdout)["cues"]}
     assert states == {"old-news": {"expired"}, "short-lived": {"expired"}}
 
 
@@ -337,7 +337,7 @@ def test_remember_cues_audit_and_forget_through_the_cli(project):
     assert "Never drain the queue" in text
     listing = run_cli("cues", "--project", str(project)).stdout
     assert f"#{item['id']}" in listing and "lib/*.ex" in listing and "active" in listing
-    audit = json.loads(run_cli("cues", "audit", "--session", "s1", "--json", "--project", str(project)).stdout)
+    audit = json.loads(run_cli("cues", "audit", "--session", "s1", "--json", "--project", str(project)).stdout)["audit"]
     assert [(a["event"], a["outcome"], a["item_id"]) for a in audit] == [("pre-tool", "fired", item["id"])]
     (project / "lib" / "queue.ex").unlink()
     assert "stale: no file matches its paths any more" in run_cli("cues", "--project", str(project)).stdout
@@ -358,7 +358,7 @@ def test_remember_refuses_a_value_that_would_not_compile_with_exit_2(project, ar
 def test_semantic_and_stop_cues_are_listed_as_inactive_with_the_reason(project):
     mem(project, "sem", "---\nname: sem\nsemantic: how do retries interact with idempotency keys\non: stop\n---\nx\n")
     ingest(project)
-    items = json.loads(run_cli("cues", "--json", "--project", str(project)).stdout)
+    items = json.loads(run_cli("cues", "--json", "--project", str(project)).stdout)["cues"]
     states = {c["trigger"]: c["state"] for c in items[0]["cues"]}
     assert states["semantic"].startswith("inactive: no embedding server configured")
     assert states["event"].startswith("inactive: a Stop hook has no context channel")
@@ -379,7 +379,7 @@ def test_the_gate_is_red_when_a_compaction_delivered_fewer_pinned_items_than_exi
 
 
 def test_the_gate_is_red_when_tool_hooks_fire_but_cues_are_not_evaluated(wal_project):
-    from memory_core.db import connect, write
+    from memory_core.store.db import connect, write
 
     for _ in range(2):
         tool(wal_project, "Read", {"file_path": "src/api.py"})
@@ -417,8 +417,8 @@ def test_cue_metrics_are_served_from_rollups(wal_project):
 
 
 def test_retention_keeps_the_audit_table_bounded(wal_project):
-    from memory_core import cues
-    from memory_core.db import connect, write
+    from memory_core.delivery import cues
+    from memory_core.store.db import connect, write
 
     conn = connect(str(wal_project / ".memhealth" / "memory.db"))
     with write(conn):
@@ -443,7 +443,7 @@ def test_a_semantic_cue_fires_on_a_prompt_close_to_its_query_with_an_embedding_s
     with OllamaStandin(mode="healthy", dim=64) as server:
         env = clean_env(MEMHEALTH_EMBEDDING_URL=server.url, MEMHEALTH_EMBEDDING_DIM="64")
         assert run_cli("ingest", "memory", "--project", str(project), env=env).returncode == 0
-        listed = json.loads(run_cli("cues", "--json", "--project", str(project), env=env).stdout)
+        listed = json.loads(run_cli("cues", "--json", "--project", str(project), env=env).stdout)["cues"]
         assert listed[0]["cues"][0]["state"] == "active"
 
         def prompt(text: str, session: str):
@@ -459,7 +459,7 @@ def test_a_semantic_cue_fires_on_a_prompt_close_to_its_query_with_an_embedding_s
     assert [(a[0], a[1], a[2]) for a in audit] == [("s1", "fired", ""), ("s2", "skipped", "no_match")]
     assert audit[0][3].endswith("cos 1.00")
     # the server gone: listed and audited as inactive, with the reason
-    listed = json.loads(run_cli("cues", "--json", "--project", str(project)).stdout)
+    listed = json.loads(run_cli("cues", "--json", "--project", str(project)).stdout)["cues"]
     assert listed[0]["cues"][0]["state"].startswith("inactive: no embedding server configured")
 
 

@@ -1,14 +1,18 @@
-"""`memhealth demo`, the README's main job, run as a user runs it."""
+"""`memhealth demo`, the quick start's main job, run as a user runs it."""
 
 from __future__ import annotations
 
 import json
 import re
 
+import pytest
+
 # The same SQLite library as the code under test: two libraries in one process release
 # each other's POSIX locks on close, and a WAL database can then read as malformed.
-from memory_core.db import sqlite3
+from memory_core.store.db import sqlite3
 from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 
 def test_the_demo_drives_a_session_through_the_real_hooks_and_reports(tmp_path):
@@ -56,3 +60,25 @@ def test_the_demo_can_run_twice_in_the_same_directory(tmp_path):
     assert run_cli("demo", "--dir", str(tmp_path), timeout=300).returncode == 0
     second = run_cli("demo", "--dir", str(tmp_path), timeout=300)
     assert second.returncode == 0, second.stderr
+
+
+def test_the_demo_leaves_the_users_project_registry_as_it_found_it(tmp_path):
+    """The demo's throwaway project is never registered, so `serve --all` never serves it:
+    an existing registry is left byte for byte, and none is created where there was none."""
+    from tests.conftest import clean_env
+
+    state = tmp_path / "state"
+    reg = state / "memhealth" / "projects.json"
+    fresh = run_cli("demo", "--dir", str(tmp_path / "a"), timeout=300,
+                    env=clean_env(XDG_STATE_HOME=str(state)))
+    assert fresh.returncode == 0, fresh.stderr
+    assert not reg.exists() and not any(state.rglob("projects*"))
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    assert run_cli("init", "--project", str(mine), env=clean_env(XDG_STATE_HOME=str(state))).returncode == 0
+    registered = reg
+    before = registered.read_bytes()
+    again = run_cli("demo", "--dir", str(tmp_path / "b"), timeout=300, env=clean_env(XDG_STATE_HOME=str(state)))
+    assert again.returncode == 0, again.stderr
+    assert registered.read_bytes() == before and b"mine" in before

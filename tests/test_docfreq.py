@@ -1,5 +1,5 @@
 """Counts kept on write and bounded document frequencies: the prompt's relevance check reads
-the same amount of the store at 4x the chunks (issue 13: linear growth on the hook path is a
+the same amount of the store at 4x the chunks (linear growth on the hook path is a
 defect). Work is counted in SQLite VM steps, not time, so a busy machine cannot move it."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import sqlite3 as stdlib_sqlite3
 import pytest
 
 from memhealth.config import load
-from memory_core import docfreq, fts, inject
-from memory_core.db import connect, sqlite3, write
-from memory_core.outbox import Trace
-from memory_core.schema import MIGRATIONS, _split
+from memory_core.delivery import inject
+from memory_core.index import docfreq, fts
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect, sqlite3, write
+from memory_core.store.schema import MIGRATIONS, _split
 
 WORDS = ("snapshot compactor stream tenant quota replay alert budget shard ledger cursor "
          "window merge index vector probe").split()

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from memhealth.config import defaults
-from memory_core import db, vectors
-from memory_core.embed import (
+from memory_core.index import vectors
+from memory_core.index.embed import (
     REASONS,
     EmbedError,
     OllamaClient,
@@ -21,7 +21,8 @@ from memory_core.embed import (
     forget_process_state,
     log_degradation_once,
 )
-from memory_core.outbox import Trace
+from memory_core.outbox.spans import Trace
+from memory_core.store import db
 from tests.ollama_standin import OllamaStandin, closed_url, vector
 
 DIM = 8
@@ -191,7 +192,7 @@ def test_a_new_process_retries_an_endpoint_whose_circuit_opened(ollama):
         client_for(ollama.url).embed(["q"])
     assert circuit_open(ollama.url) is not None
     ollama.mode = "healthy"
-    code = (f"from memory_core.embed import OllamaClient\n"
+    code = (f"from memory_core.index.embed import OllamaClient\n"
             f"print(len(OllamaClient({ollama.url!r}, {MODEL!r}, {DIM}).embed(['q'])[0]))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=30)
@@ -264,7 +265,7 @@ def test_degradation_is_logged_once_per_process_and_reason(tmp_path):
 
 
 def test_importing_the_client_does_not_import_httpx():
-    code = "import sys, memory_core.embed; print('httpx' in sys.modules)"
+    code = "import sys, memory_core.index.embed; print('httpx' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=30)
     assert proc.stdout.strip() == "False", proc.stderr

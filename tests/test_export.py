@@ -12,8 +12,8 @@ import time
 import pytest
 
 from memhealth.config import load
-from memory_core.db import connect, write
-from memory_core.outbox import Trace
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect, write
 from telemetry.export import OtlpExporter, export_once
 from tests.conftest import clean_env, payload, run_cli, run_hook
 from tests.otlp_receiver import GrpcOtlpReceiver, OtlpReceiver

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from memory_core.db import write
+from memory_core.store.db import write
 from probes import checks, gate, novelty
 from probes.result import RED, CheckResult
 from tests.gate_helpers import (
@@ -82,7 +82,7 @@ def _embedding_cfg(root, dim=8):
 
 def test_a_vector_table_whose_width_is_not_the_configured_dim_is_red(proj):
     root, conn = proj
-    from memory_core.db import load_vec
+    from memory_core.store.db import load_vec
 
     assert load_vec(conn)
     conn.execute("CREATE VIRTUAL TABLE chunks_vec USING vec0(embedding float[4])")
@@ -92,7 +92,7 @@ def test_a_vector_table_whose_width_is_not_the_configured_dim_is_red(proj):
 
 def test_vector_coverage_below_the_minimum_is_red_and_full_coverage_is_green(proj):
     root, conn = proj
-    from memory_core.db import load_vec
+    from memory_core.store.db import load_vec
 
     assert load_vec(conn)
     add_chunk(conn, 4)
@@ -109,7 +109,7 @@ def test_vector_coverage_below_the_minimum_is_red_and_full_coverage_is_green(pro
 
 def _binary_vectors(conn, n: int) -> list[int]:
     """`n` chunks with 8-d vectors in the quantized layout, through the real write path."""
-    from memory_core import vectors
+    from memory_core.index import vectors
     from tests.ollama_standin import vector
 
     assert vectors.ensure_vec_table(conn, 8) and vectors.layout(conn) == "binary"
@@ -121,7 +121,7 @@ def _binary_vectors(conn, n: int) -> list[int]:
 
 def test_vector_coverage_reads_the_kept_count_of_the_quantized_layout(proj):
     root, conn = proj
-    from memory_core import vectors
+    from memory_core.index import vectors
 
     ids = _binary_vectors(conn, 4)
     with write(conn):
@@ -197,9 +197,9 @@ def test_kept_chunk_counts_that_drift_are_red_on_the_daily_scan(proj):
 
 
 def test_the_gate_reads_the_same_at_four_times_the_chunks(tmp_path, monkeypatch):
-    """Outside the daily scan no check reads the whole store (issue 13): the work every run
+    """Outside the daily scan no check reads the whole store: the work every run
     does, counted in SQLite VM steps, is the same at 4x the chunks."""
-    from memory_core.db import write
+    from memory_core.store.db import write
 
     monkeypatch.setattr(checks, "TAIL_PARITY", 1_000)  # both stores hold more than the tail
     cost = {}
@@ -225,7 +225,7 @@ def test_the_gate_reads_the_same_at_four_times_the_chunks(tmp_path, monkeypatch)
     assert cost[12_000] < 1.3 * cost[3_000], cost
 def test_vector_parity_is_red_for_orphan_vectors_and_the_kept_count_is_checked_daily(proj):
     root, conn = proj
-    from memory_core import vectors
+    from memory_core.index import vectors
 
     ids = _binary_vectors(conn, 5)
     r = checks.index_integrity(evidence(root, conn))
@@ -300,7 +300,7 @@ def test_a_render_frozen_while_its_own_inputs_moved_is_red(proj):
 
 
 def test_the_same_render_while_only_the_rest_of_the_corpus_moved_is_green(proj):
-    """A doc edit and a re-ingest move the corpus, not the render's inputs (issue 10)."""
+    """A doc edit and a re-ingest move the corpus, not the render's inputs."""
     root, conn = proj
     _decision(conn, 0)
     for i, sid in enumerate(["a", "b", "c", "d"]):

@@ -38,7 +38,7 @@ def test_with_nothing_red_the_first_line_is_n_of_n_green_and_the_exit_is_0(proje
 def test_json_output_lists_every_check_with_status_detail_fix_and_duration(project):
     proc = run_cli("gate", "--json", "--project", str(project))
     data = json.loads(proc.stdout)
-    assert set(data) == {"total", "green", "red", "checks"}
+    assert set(data) == {"version", "total", "green", "red", "checks"} and data["version"] == 1
     assert (data["total"], data["green"], data["red"]) == (N, N - 1, 1)
     for check in data["checks"]:
         assert {"name", "status", "detail", "fix", "duration_ms"} <= set(check)

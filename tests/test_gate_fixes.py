@@ -1,6 +1,6 @@
 """Every alarm is actionable: for each gate check, produce its RED for real, apply its FIX as
 printed (the command it names, through the real CLI; or the config or file edit it names),
-and show the next `memhealth gate` is no longer RED for it (issue 10, "A fix clears its RED").
+and show the next `memhealth gate` is no longer RED for it ("a fix clears its RED").
 
 A RED about a past event (a hook that did not fire, a webhook delivery that failed) says
 when it happened and offers `memhealth gate --ack CHECK`; the acknowledgement clears that
@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from memory_core import heartbeat, outbox
-from memory_core.db import write
-from memory_core.meta import set_meta
+from memory_core.outbox import decisions, heartbeat
+from memory_core.store.db import write
+from memory_core.store.meta import set_meta
 from probes import gate as gate_mod
 from probes import novelty
 from tests.conftest import clean_env, payload, rows, run_cli, run_hook, sqlite3
@@ -456,7 +456,7 @@ def webhook_failures_acknowledged_after_the_receiver_is_fixed(root):
     set_config(root, "alerts", "webhook_url", "http://127.0.0.1:9/hook")
     conn = open_store(root)
     with write(conn):
-        outbox.insert_degradation(conn, "alerts", "webhook", "connection refused")
+        decisions.insert_degradation(conn, "alerts", "webhook", "connection refused")
     red = _red(root, "integrations")
     assert "failed 1 time(s)" in red["detail"] and " ago " in red["detail"]
     assert red["audience"] == "operator"
@@ -465,7 +465,7 @@ def webhook_failures_acknowledged_after_the_receiver_is_fixed(root):
     assert check(root, "integrations")["status"] == "green"
     time.sleep(0.01)  # a strictly later failure (ns clock) is reported again
     with write(conn):
-        outbox.insert_degradation(conn, "alerts", "webhook", "connection refused again")
+        decisions.insert_degradation(conn, "alerts", "webhook", "connection refused again")
     conn.close()
     assert check(root, "integrations")["status"] == "red"
 

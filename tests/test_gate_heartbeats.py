@@ -70,7 +70,7 @@ def test_prompts_the_prompt_hook_saw_keep_the_boundary_green(project, tmp_path):
 
 
 def test_a_hook_killed_mid_run_is_reported_as_killed_and_red(project):
-    script = ("import sys, time; from memory_core.db import connect; from memory_core import heartbeat\n"
+    script = ("import sys, time; from memory_core.store.db import connect; from memory_core.outbox import heartbeat\n"
               "conn = connect(sys.argv[1])\n"
               "heartbeat.start(conn, 'prompt', 's1', started_ns=time.time_ns() - 5_000_000_000)\n"
               "print('started', flush=True); time.sleep(60)\n")
@@ -101,7 +101,7 @@ def test_rows_the_database_could_not_take_are_red(project):
         fh.write(json.dumps({"kind": "heartbeat", "hook": "prompt", "started_ns": time.time_ns(),
                              "ended_ns": time.time_ns(), "outcome": "error", "reason": "db_locked"}) + "\n")
     db = os.path.join(str(project), ".memhealth", "memory.db")
-    from memory_core.db import sqlite3  # the same library: POSIX locks are per process
+    from memory_core.store.db import sqlite3  # the same library: POSIX locks are per process
 
     blocker = sqlite3.connect(db, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # the store stays locked: the spill cannot drain

@@ -237,8 +237,8 @@ def test_a_hook_killed_mid_work_is_counted_as_killed(project):
     """Deterministic: the session-start hook is held inside its work by an embedding server
     that takes the request and never answers; it is killed once the server has the request
     (so its started row is written and its completion cannot be)."""
-    from memory_core.db import connect
-    from memory_core.heartbeat import reap_killed
+    from memory_core.outbox.heartbeat import reap_killed
+    from memory_core.store.db import connect
     from tests.ollama_standin import OllamaStandin
 
     with OllamaStandin("hung", dim=8, hang_s=120) as ollama:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from memory_core.http import HttpError, request, split_url
+from memory_core.index.http import HttpError, request, split_url
 from tests.ollama_standin import closed_url
 
 

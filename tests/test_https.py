@@ -1,6 +1,6 @@
 """The transport rule, and the https path against a real TLS stand-in.
 
-One call per process (hooks, gate, search) goes through memory_core.http; bulk embedding and
+One call per process (hooks, gate, search) goes through memory_core.index.http; bulk embedding and
 every https:// URL go through httpx. The stand-in's certificate is self-signed, made here with
 the openssl CLI; the client trusts it only when told to ([embedding].ca_file), never by
 turning verification off.
@@ -15,8 +15,8 @@ import subprocess
 import pytest
 
 from memhealth.config import defaults
-from memory_core import embed
-from memory_core.embed import EmbedError, OllamaClient
+from memory_core.index import embed
+from memory_core.index.embed import EmbedError, OllamaClient
 from tests.conftest import require_binary, rows
 from tests.ollama_standin import OllamaStandin
 
@@ -75,7 +75,7 @@ def test_https_with_an_untrusted_certificate_is_refused_and_says_how_to_trust_it
 
 
 def test_memhealth_embed_over_https_with_ca_file_from_the_config(tls_ollama, cert, project, cli):
-    from memory_core.db import connect
+    from memory_core.store.db import connect
 
     conn = connect(str(project / ".memhealth" / "memory.db"))
     with conn:
@@ -101,7 +101,7 @@ def test_one_plain_http_call_never_imports_httpx_and_bulk_work_does(tmp_path):
 
     code = ("import sys\n"
             "from memhealth.config import defaults\n"
-            "from memory_core.embed import OllamaClient\n"
+            "from memory_core.index.embed import OllamaClient\n"
             "cfg = defaults(); cfg['embedding'].update(url=sys.argv[1], dim=8)\n"
             "with OllamaClient.from_config(cfg, bulk=sys.argv[2] == 'bulk') as client:\n"
             "    assert len(client.embed(['q'])[0]) == 8\n"

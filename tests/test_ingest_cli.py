@@ -102,9 +102,9 @@ def test_ingest_draws_a_progress_bar_when_stderr_is_a_terminal(project, tmp_path
 
 def test_a_trace_gets_an_ingest_span_with_one_child_per_source(tmp_path):
     from memhealth.config import defaults
-    from memory_core.db import connect
     from memory_core.ingest import run_ingest
-    from memory_core.outbox import Trace
+    from memory_core.outbox.spans import Trace
+    from memory_core.store.db import connect
 
     (tmp_path / "README.md").write_text("# R\ntext\n", encoding="utf-8")
     cfg = defaults()

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memhealth.config import defaults
-from memory_core.db import connect
 from memory_core.ingest import run_ingest
 from memory_core.ingest.chunking import MAX_CHARS, markdown_chunks
+from memory_core.store.db import connect
 
 OLD = 1_600_000_000_000_000_000  # 2020-09-13: far from "now", so never racy
 

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from memhealth.config import defaults
-from memory_core.db import connect
 from memory_core.ingest import run_ingest
+from memory_core.store.db import connect
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -6,8 +6,8 @@ import json
 import os
 
 from memhealth.config import defaults
-from memory_core.db import connect
 from memory_core.ingest import run_ingest
+from memory_core.store.db import connect
 
 
 def config(ledgers=("ops/decisions.jsonl",)):

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from memhealth.config import defaults
-from memory_core.db import connect, write
 from memory_core.ingest import META_TRANSCRIPT_DIR, run_ingest
 from memory_core.ingest.transcripts import slugs
+from memory_core.store.db import connect, write
 from tests.conftest import FIXTURES
 
 TRANSCRIPTS = os.path.join(FIXTURES, "transcripts")

@@ -7,10 +7,10 @@ import os
 import pytest
 
 from memhealth.config import defaults
-from memory_core import vectors
-from memory_core.db import connect, vec_unavailable_reason
-from memory_core.embed import forget_process_state
+from memory_core.index import vectors
+from memory_core.index.embed import forget_process_state
 from memory_core.ingest import run_ingest
+from memory_core.store.db import connect, vec_unavailable_reason
 from tests.ollama_standin import OllamaStandin, closed_url
 
 DIM = 8

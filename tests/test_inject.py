@@ -8,9 +8,9 @@ import random
 import pytest
 
 from memhealth.config import load
-from memory_core import inject
-from memory_core.db import connect, write
-from memory_core.outbox import Trace
+from memory_core.delivery import inject
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect, write
 from tests.conftest import clean_env, payload, rows, run_hook
 
 COMMON = ("the a service request code file test change update value data error user time system "
@@ -164,7 +164,7 @@ def test_prompt_text_is_not_stored_unless_capture_is_opted_in(project):
 
 
 def test_source_restricted_retrieval_is_driven_by_the_fts_match_not_a_table_scan(store):
-    from memory_core import fts
+    from memory_core.index import fts
 
     plan = [row[3] for row in store.execute(f"EXPLAIN QUERY PLAN {fts.sourced_bm25_sql(3)}",
                                              ('"compactor"', "memory", "docs", "ledger", 10))]

@@ -1,7 +1,7 @@
-"""DEAD-END blocks (issue 12): a confirmed dead-end record re-proposed on build or decide
+"""DEAD-END blocks: a confirmed dead-end record re-proposed on build or decide
 intent, its own per-session cap, `status: confirmed` read at ingest, and relevance measured
 over the curated sources so a dead end does not fade as its re-proposals pile up in
-transcripts. Records are written by memory_core.triage.render_record (the file `memhealth
+transcripts. Records are written by memory_core.records.triage.render_record (the file `memhealth
 triage confirm` writes) and ingested by the real `memhealth ingest`."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 
 from memhealth.config import load
 from memhealth.errors import ConfigError
-from memory_core import inject
-from memory_core.db import connect, write
+from memory_core.delivery import inject
 from memory_core.ingest.memory import parse_memory
-from memory_core.outbox import Trace
-from memory_core.triage import render_record
+from memory_core.outbox.spans import Trace
+from memory_core.records.triage import render_record
+from memory_core.store.db import connect, write
 from tests.conftest import run_cli
 
 FILLER = "\n".join(f"## Topic {i}\n\nNotes on page {i}: tables, charts, colours and the layout of "

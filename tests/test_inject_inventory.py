@@ -8,11 +8,11 @@ import json
 import pytest
 
 from memhealth.config import load
-from memory_core import inject
-from memory_core.db import connect, write
+from memory_core.delivery import inject
+from memory_core.delivery.render import session_render
 from memory_core.ingest.memory import parse_memory
-from memory_core.outbox import Trace
-from memory_core.render import session_render
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect, write
 from tests.conftest import payload, rows, run_cli, run_hook
 
 CHANGELOG = """# Changelog
@@ -105,7 +105,7 @@ def _decide(root, prompt, intent="build", session="s1"):
 
 
 def test_a_changelog_section_is_never_the_subsystem(tmp_path):
-    # issue 10: this injected `DO-NOT-REBUILD? "Changelog > 0.21.0 > Added" may already exist`
+    # this once injected `DO-NOT-REBUILD? "Changelog > 0.21.0 > Added" may already exist`
     root = _project(tmp_path, {"MEMORY.md": INDEX})
     r = _decide(root, "add a --verbose flag to the command line tool")
     assert r.outcome == "below_relevance" and r.text is None
@@ -136,7 +136,7 @@ def test_the_memory_index_is_not_an_item_but_still_feeds_the_resume_anchor(tmp_p
         conn.close()
     # a prompt about the index's own words finds nothing to offer
     r = _decide(root, "should we reconsider reviewing the SSL deprecations migration note", "decision")
-    assert r.text is None or "LATEST" not in r.text
+    assert r.text is None and r.outcome in ("no_hits", "below_relevance"), (r.outcome, r.text)
 
 
 def test_a_memory_md_met_as_a_doc_is_an_index_too(tmp_path):

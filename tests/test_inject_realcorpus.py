@@ -79,10 +79,10 @@ def test_set_3_is_fresh_and_mixed():
     ("held-out set 2", dnr_eval.HELD_OUT, (2,)),
 ])
 def test_no_false_do_not_rebuild_on_the_152_prompts_and_recall_at_least_80_percent(results, split, projects, sets):
-    # issue 10's bar, on every split: what was left (new middleware read as "built-in
+    # the bar, on every split: what was left (new middleware read as "built-in
     # middleware" / "response classes", verify= / follow_redirects / ALL_PROXY / Digest
     # missed, "a debug traceback page" read as investigate) is gone by the rules in
-    # memory_core/inject.py (identifiers, new members of a category) and intent.py
+    # memory_core/delivery/inject.py (identifiers, new members of a category) and intent.py
     s, wrong = _report(results, projects, sets)
     assert s["false_dnr_blocks"] == 0 and s["false_dnr_rate"] == 0.0, (split, wrong)
     assert s["recall"] >= 0.8, (split, wrong)

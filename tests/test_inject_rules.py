@@ -9,10 +9,10 @@ import json
 import pytest
 
 from memhealth.config import load
-from memory_core import inject
-from memory_core.db import connect, write
-from memory_core.intent import classify
-from memory_core.outbox import Trace
+from memory_core.delivery import inject
+from memory_core.delivery.intent import classify
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect, write
 
 
 def test_identifiers_are_code_shapes_and_plain_words_are_not():
@@ -136,7 +136,7 @@ def test_an_identifier_the_entry_lists_is_recorded_as_what_named_it(tmp_path):
 
 
 def test_an_injected_body_reads_as_sentences_not_a_run_on():
-    from memory_core.inject import _prose
+    from memory_core.delivery.inject import _prose
 
     text = _prose("the compactor is built; extend it\n\nThe compactor runs every 10,000 events.\n\n- one writer")
     assert text == "the compactor is built; extend it. The compactor runs every 10,000 events. - one writer"

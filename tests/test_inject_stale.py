@@ -1,4 +1,4 @@
-"""STALE-CLAIM blocks (issue 12): an item whose claim the tree refutes — an inventory entry
+"""STALE-CLAIM blocks: an item whose claim the tree refutes — an inventory entry
 whose `path:` is gone, a confirmed record whose file changed after it was recorded — is
 delivered as a warning naming what changed, never as DO-NOT-REBUILD or DEAD-END. Checked at
 prompt time with one os.stat per chosen item's path; real stores built by the real
@@ -11,10 +11,10 @@ import os
 import time
 
 from memhealth.config import load
-from memory_core import inject
-from memory_core.db import connect
-from memory_core.outbox import Trace
-from memory_core.triage import render_record
+from memory_core.delivery import inject
+from memory_core.outbox.spans import Trace
+from memory_core.records.triage import render_record
+from memory_core.store.db import connect
 from tests.conftest import payload, rows, run_cli, run_hook
 
 FILLER = "\n".join(f"## Topic {i}\n\nNotes on page {i}: tables, charts, colours and the layout of "

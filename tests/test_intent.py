@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from memory_core.intent import SYSTEM_TURN_PREFIXES, classify, system_turn
+from memory_core.delivery.intent import SYSTEM_TURN_PREFIXES, classify, system_turn
 
 SHARED_FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "transcripts")
 

@@ -1,7 +1,9 @@
-"""The dependency direction in DESIGN.md, checked on the source.
+"""The dependency rules of docs/internals/architecture.md, checked on the source.
 
 - memory_core is the ground floor: it owns the store and its whole write path, and imports
   no sibling except the metric catalog (telemetry.catalog: pure data, stdlib only);
+- inside memory_core, subpackages form layers (LAYERS, low to high) and a module imports
+  only its own layer or lower ones;
 - probes imports memory_core, the catalog and the SLO data (telemetry.slo: windows,
   thresholds and the gate-check table shared with the rules; pure data, stdlib only);
 - the catalog and the SLO data import only the standard library;
@@ -78,11 +80,69 @@ def test_the_data_modules_import_only_the_standard_library(name):
     assert non_stdlib == set()
 
 
-def test_the_write_path_lives_in_the_store_package():
+def test_the_write_path_lives_in_the_memory_core():
     """Transactions, heartbeats, spans, decisions and the spill are the store's: telemetry has no writer module."""
     assert not os.path.exists(os.path.join(REPO, "telemetry", "record.py"))
-    for name in ("tx", "outbox", "heartbeat", "spill", "meta", "layout"):
+    for name in ("store/tx", "store/meta", "store/layout", "outbox/spans", "outbox/decisions",
+                 "outbox/rollups", "outbox/heartbeat", "outbox/spill", "outbox/journal"):
         assert os.path.exists(os.path.join(REPO, "memory_core", f"{name}.py")), name
+
+
+# -- layers inside memory_core ---------------------------------------------------------------
+
+# Low to high. "" is the package root: errors.py (the exception tree) and text.py (text
+# hygiene), which every layer uses. A module may import its own layer and the ones before it.
+LAYERS = ("", "store", "outbox", "index", "delivery", "items", "ingest", "records")
+
+
+def layer_of(module: str) -> str:
+    """`memory_core.index.fts` -> "index"; `memory_core.errors` -> ""."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS):
+        return parts[1]
+    return ""
+
+
+def layer_violations(path: str, tree: ast.AST) -> list[str]:
+    """The imports in `path` (a memory_core module) of a higher layer, or of an unknown one."""
+    here = layer_of(path[:-3].replace(os.sep, ".").removesuffix(".__init__"))
+    bad = []
+    for name in sorted(ours(imported(tree))):
+        if name.split(".")[0] != "memory_core" or name == "memory_core":
+            continue
+        there = layer_of(name)
+        if there not in LAYERS or LAYERS.index(there) > LAYERS.index(here):
+            bad.append(f"{path} ({here or 'root'}) imports {name} ({there or 'root'})")
+    return bad
+
+
+def test_every_memory_core_module_sits_in_a_known_layer():
+    for path, _tree in modules("memory_core"):
+        parts = path.split(os.sep)
+        assert len(parts) == 2 or parts[1] in LAYERS, f"{path}: a subpackage not in LAYERS"
+
+
+def test_the_root_of_the_memory_core_holds_only_the_shared_leaves():
+    root = sorted(name for name in os.listdir(os.path.join(REPO, "memory_core")) if name.endswith(".py"))
+    assert root == ["__init__.py", "errors.py", "text.py"]
+
+
+@pytest.mark.parametrize("path, tree", list(modules("memory_core")), ids=lambda v: v if isinstance(v, str) else "")
+def test_memory_core_modules_import_only_their_layer_or_lower(path, tree):
+    assert layer_violations(path, tree) == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from memory_core.records.triage import confirm", 1),        # store -> records: up
+    ("from memory_core.delivery import inject", 1),               # `from pkg import module`
+    ("def f():\n    from memory_core.ingest import run_ingest", 1),  # a deferred import counts
+    ("from memory_core.store.tx import write", 0),                 # its own layer
+    ("from memory_core.errors import StoreError", 0),              # the root: below everything
+])
+def test_the_layer_rule_catches_an_import_against_the_order(source, expected):
+    """A test of the test: the rule sees an upward import wherever it is written."""
+    path = os.path.join("memory_core", "store", "db.py")
+    assert len(layer_violations(path, ast.parse(source))) == expected
 
 
 def package_graph() -> dict[str, set[str]]:

@@ -1,4 +1,4 @@
-"""Decision lineage threads (issue 12): `memhealth triage confirm ID --supersedes OTHER` links
+"""Decision lineage threads: `memhealth triage confirm ID --supersedes OTHER` links
 two confirmed decisions on one subject (both record files carry the link), and the
 decision-lineage block shows the thread newest first. Candidates are captured by the real
 SessionEnd hook and worker, decided through the real CLI, and the block comes from a real

@@ -1,4 +1,4 @@
-"""The span outbox with no exporter stays bounded (issue 10): by age
+"""The span outbox with no exporter stays bounded: by age
 ([telemetry].retention_days) and rows ([telemetry].outbox_max_rows), pruned by the gate (each
 session start, each `memhealth gate`) and not by the per-prompt hooks, every dropped span
 counted; the telemetry check is silent unless an exporter is configured and failing."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core import outbox
-from memory_core.db import write
+from memory_core.outbox import spans
+from memory_core.store.db import write
 from tests.conftest import payload, rows, run_cli, run_hook
 from tests.gate_fix_helpers import check, set_config
 from tests.gate_helpers import open_store
@@ -20,7 +20,7 @@ DAY_NS = int(86400e9)
 def _spans(project, n: int, end_ns: int) -> None:
     """n spans recorded through the outbox's own Trace, as hooks record them, ending at end_ns."""
     conn = open_store(project)
-    trace = outbox.Trace()
+    trace = spans.Trace()
     for i in range(n):
         span = trace.span(f"memhealth.hook prompt {i}")
         span.end()
@@ -78,9 +78,9 @@ def test_pruning_with_nothing_to_drop_writes_nothing(project):
     _spans(project, 5, time.time_ns())
     conn = open_store(project)
     before = conn.total_changes
-    assert outbox.prune_spans(conn, 14.0, 1000) == {"retention": 0, "max_rows": 0}
+    assert spans.prune_spans(conn, 14.0, 1000) == {"retention": 0, "max_rows": 0}
     assert conn.total_changes == before
-    assert outbox.prune_spans(conn, 14.0, 2) == {"retention": 0, "max_rows": 3}
+    assert spans.prune_spans(conn, 14.0, 2) == {"retention": 0, "max_rows": 3}
     assert conn.execute("SELECT count(*) FROM spans").fetchone() == (2,)
     conn.close()
 
@@ -107,8 +107,8 @@ def test_a_huge_outbox_is_pruned_over_a_few_runs_not_in_one_long_lock(project):
     with write(conn):
         conn.executemany("INSERT INTO spans(trace_id, span_id, name, start_ns, end_ns) VALUES (?,?,?,?,?)",
                          [("a" * 32, f"{i:016x}", "s", now, now) for i in range(60_100)])
-    assert outbox.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 50_000}
-    assert outbox.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 10_000}
-    assert outbox.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 0}
+    assert spans.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 50_000}
+    assert spans.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 10_000}
+    assert spans.prune_spans(conn, 14.0, 100, now_ns=now) == {"retention": 0, "max_rows": 0}
     assert conn.execute("SELECT count(*) FROM spans").fetchone() == (100,)
     conn.close()

@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 
 def test_the_wheel_holds_every_package_the_sample_project_and_the_runbook(wheel):
     archive = zipfile.ZipFile(wheel)
@@ -116,3 +118,19 @@ def test_the_editable_install_puts_the_checkout_on_sys_path_without_an_import_fi
     assert not [n for n in os.listdir(purelib) if n.startswith("__editable___memhealth") and n.endswith("finder.py")]
     with open(os.path.join(purelib, ours[0])) as fh:
         assert [line.strip() for line in fh if line.strip()] == [REPO]
+
+
+def test_the_version_lives_in_one_place_and_the_wheel_carries_it_with_the_license(wheel):
+    """pyproject.toml reads the version from memhealth/__init__.py; the wheel's metadata has
+    that version and the LICENSE file."""
+    import tomllib
+
+    from memhealth import __version__
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as fh:
+        project = tomllib.load(fh)["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+    assert f"\nVersion: {__version__}\n" in archive.read(metadata).decode("utf-8")
+    assert any(n.endswith("licenses/LICENSE") for n in archive.namelist())

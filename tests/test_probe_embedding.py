@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from memory_core import embed
+from memory_core.index import embed
 from probes.embedding import embedding_path
 from tests.conftest import clean_env, run_cli
 from tests.gate_helpers import evidence, make_project, open_store
@@ -144,7 +144,7 @@ def test_inside_a_hook_there_is_no_warmup_retry_and_the_verdict_is_left_to_the_g
         t0 = time.monotonic()
         r = embedding_path(ev)
         elapsed = time.monotonic() - t0
-    # the retry was cut short by the deadline: undecided, never wedged (issue 10); bounded by
+    # the retry was cut short by the deadline: undecided, never wedged; bounded by
     # the hook's 1.6 s deadline, not the 30 s warm-up (slack for a loaded machine)
     assert (r.status, r.state) == ("note", "cold") and elapsed < 1.6 + 3.0
     assert "undecided" in r.detail and "memhealth gate" in r.fix

@@ -20,6 +20,8 @@ import yaml
 from tests.conftest import REPO, clean_env, payload, require_binary, run_cli, run_hook, stop_process
 from tests.test_serve import ServeProcess
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 RULES = os.path.join(REPO, "alerts", "memhealth.rules.yaml")
 # Grafana variables as a panel would resolve them on a 1 s scrape interval
 GRAFANA_VARS = {"$__rate_interval": "30s", "$__range": "5m", "$__interval": "1s", "$team": ".*", "$machine": ".*",
@@ -287,7 +289,7 @@ def test_rules_load_healthy_and_a_quiet_session_pages_nobody(stack):
 
 
 def test_a_red_gate_check_and_a_dead_serve_raise_their_alerts_in_a_real_prometheus(tmp_path):
-    """The two silences issue 10 reproduced: a RED gate check fired nothing, and neither did
+    """The two silences once reproduced: a RED gate check fired nothing, and neither did
     a killed serve. Here both alerts go pending in a real Prometheus with the shipped rules
     (their `for` is minutes; pending is the state a rule enters the moment it matches)."""
     project = tmp_path / "proj"

@@ -3,8 +3,8 @@ compaction."""
 
 from __future__ import annotations
 
-from memory_core.db import connect, write
-from memory_core.render import ITEM_CHARS, MAX_LINES, session_render
+from memory_core.delivery.render import ITEM_CHARS, MAX_LINES, session_render
+from memory_core.store.db import connect, write
 from tests.conftest import payload, run_hook
 
 
@@ -102,7 +102,7 @@ def test_the_resume_anchor_delivers_what_it_links_not_the_link(tmp_path):
 def test_the_emptiness_check_reads_one_row_not_the_whole_store(tmp_path):
     """SessionStart asks whether memory is empty. A count(*) walked every page of chunks'
     smallest index on each session start (26 ms at 1M chunks): the check stops at one row."""
-    from memory_core.render import ANY_CHUNK_SQL
+    from memory_core.delivery.render import ANY_CHUNK_SQL
 
     conn = connect(tmp_path / "memory.db")
     ops = [row[1] for row in conn.execute(f"EXPLAIN {ANY_CHUNK_SQL}")]

@@ -7,7 +7,7 @@ import time
 
 # The same SQLite library as the code under test: two libraries in one process release
 # each other's POSIX locks on close, and a WAL database can then read as malformed.
-from memory_core.db import sqlite3
+from memory_core.store.db import sqlite3
 from tests.conftest import clean_env, payload, rows, run_hook
 
 

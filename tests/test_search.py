@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memhealth.config import defaults
-from memory_core import db, vectors
-from memory_core.embed import OllamaClient, forget_process_state
-from memory_core.outbox import Trace
-from memory_core.search import RRF_K, search
+from memory_core.index import vectors
+from memory_core.index.embed import OllamaClient, forget_process_state
+from memory_core.index.search import RRF_K, search
+from memory_core.outbox.spans import Trace
+from memory_core.store import db
 from memory_core.text import clean
 from tests.ollama_standin import OllamaStandin, closed_url
 
@@ -153,8 +154,8 @@ def test_the_circuit_breaker_skips_the_second_call_while_a_new_process_retries(s
     code = f"""
 import json
 from memhealth.config import defaults
-from memory_core import db
-from memory_core.search import search
+from memory_core.store import db
+from memory_core.index.search import search
 cfg = defaults()
 cfg["embedding"].update(url={ollama.url!r}, model={MODEL!r}, dim={DIM}, timeout_s=2.0)
 r = search(db.connect({str(tmp_path / "memory.db")!r}), "checkpoint", cfg)
@@ -327,7 +328,7 @@ def test_sourced_doc_freq_reads_the_covering_index_even_after_analyze(tmp_path):
     statistics the planner probes the match's rowids from the (source, path) covering index;
     after ANALYZE it preferred a primary-key lookup reading every matching row: 711 ms per
     common word at 1M chunks instead of ~60 ms. The plan is pinned, with or without stats."""
-    from memory_core import fts
+    from memory_core.index import fts
 
     conn = db.connect(tmp_path / "memory.db")
     with db.write(conn):

@@ -12,9 +12,9 @@ from opentelemetry.semconv._incubating.attributes import db_attributes as db_inc
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv.attributes import db_attributes, service_attributes
 
-from memory_core.db import connect, write
-from memory_core.outbox import Trace
-from memory_core.search import search
+from memory_core.index.search import search
+from memory_core.outbox.spans import Trace
+from memory_core.store.db import connect, write
 from probes.gate import run_checks
 from probes.result import RED, CheckResult
 from telemetry.export import instance_id

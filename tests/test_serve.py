@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memhealth.config import load
 from memhealth.project import Project
-from memory_core.db import connect
+from memory_core.store.db import connect
 from telemetry.serve import Serve
 from tests.conftest import REPO, clean_env, memhealth_cmd, payload, rows, run_cli, run_hook
 from tests.otlp_receiver import OtlpReceiver
@@ -144,10 +144,21 @@ def test_every_alert_runbook_link_opens_a_section_of_serves_runbook_page(serve):
     assert missing == []
 
 
-def test_healthz_answers_with_serves_own_state(project, serve):
+def test_healthz_answers_with_serves_own_state_without_reading_the_store(project, serve):
+    """Serve's own state, not the store's: it answers while another process holds the store
+    under an exclusive lock (a read would wait for the busy timeout, then fail)."""
+    from memory_core.store.db import connect
+
     app = serve("--no-probes", "--no-export")
-    status, body, seconds = app.get("/healthz")
-    assert status == 200 and json.loads(body)["status"] == "ok" and seconds < 1.0
+    locker = connect(project / ".memhealth" / "memory.db")
+    locker.execute("PRAGMA locking_mode = EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        status, body, _seconds = app.get("/healthz", timeout=5)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert status == 200 and json.loads(body)["status"] == "ok"
     assert app.get("/nope")[0] == 404
 
 

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memory_core import registry
+from memory_core.store import registry
 from tests.conftest import clean_env, memhealth_cmd, payload, run_cli, run_hook, stop_process
 from tests.test_prometheus_e2e import GRAFANA_VARS, Prometheus, _panel_queries, wait_for
 

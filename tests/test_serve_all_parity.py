@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import pytest
 import yaml
 
-from memory_core import registry
+from memory_core.store import registry
 from tests.conftest import REPO, rows
 from tests.ollama_standin import OllamaStandin
 from tests.otlp_receiver import OtlpReceiver
@@ -369,3 +369,33 @@ def test_lanes_run_one_per_project_on_bounded_threads_and_free_a_stalled_slot():
     assert sorted(started) == ["a", "b", "c"]
     assert lanes.submit("d", job("d"))  # the slots came back
     lanes.wait(time.monotonic() + 10)
+
+
+# -- one way to read a request body ----------------------------------------------------------------
+
+def _post_raw(base_url: str, path: str, content_length: str) -> int:
+    """POST with a hand-written Content-Length and no body: the status line's code."""
+    import socket
+
+    host, port = urlsplit(base_url).netloc.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {content_length}\r\n\r\n".encode())
+        return int(sock.recv(256).split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("content_length, status", [("99999999999", 413), ("-5", 400), ("lots", 400)])
+def test_both_serves_answer_a_bad_or_oversized_alerts_body_alike(three, content_length, status):
+    """serve and serve --all read request bodies one way: an oversized body is 413, a bad
+    length 400, from either (they once disagreed: 413 from one, 400 from the other)."""
+    from tests.test_serve import ServeProcess
+
+    env, roots, _names = three
+    single = ServeProcess(roots[0], "--no-probes", "--no-export", env=env)
+    every = ServeAll(env, "--no-probes", "--no-export")
+    try:
+        assert _post_raw(single.url, "/alerts", content_length) == status
+        assert _post_raw(every.url, "/alerts", content_length) == status
+    finally:
+        single.kill()
+        every.stop()

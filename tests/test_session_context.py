@@ -1,4 +1,4 @@
-"""What SessionStart puts in Claude's context, through the real hook subprocess (issue 10):
+"""What SessionStart puts in Claude's context, through the real hook subprocess:
 the verdict line and memory, nothing for the operator; no false RED from a render that
 rightly did not change; a model still loading is cold-or-wedged-undecided, never wedged,
 until `memhealth gate` has waited the full warm-up."""
@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from memory_core.db import connect, write
-from memory_core.render import session_render
+from memory_core.delivery.render import session_render
+from memory_core.store.db import connect, write
 from probes.gate import CHECKS
 from tests.conftest import REPO, clean_env, payload, run_cli, run_hook
 from tests.gate_fix_helpers import check, set_config
@@ -60,7 +60,7 @@ N = len(CHECKS)
 
 def _memory(context: str, root) -> str:
     """The context after the verdict line, checked to be the pinned block (every pinned item,
-    each with its provenance; issue 11) followed by the render."""
+    each with its provenance) followed by the render."""
     rest = context.split("\n", 1)[1] if "\n" in context else ""  # nothing to say: the verdict alone
     conn = connect(str(root / ".memhealth" / "memory.db"))
     try:
@@ -143,9 +143,10 @@ def test_the_outbox_count_never_reaches_claude_even_when_the_exporter_fails(demo
 
 
 def test_a_session_on_a_real_ish_project_has_no_red_and_no_operator_notes_in_context(tmp_path):
-    """This repository's own README and design notes as a project's docs, with a memory index."""
+    """This repository's own README, docs and benchmark notes as a project's docs, with a
+    memory index."""
     root = tmp_path / "realish"
-    (root / "docs").mkdir(parents=True)
+    shutil.copytree(os.path.join(REPO, "docs"), root / "docs", ignore=shutil.ignore_patterns("*.png"))
     shutil.copy(os.path.join(REPO, "README.md"), root / "README.md")
     for name in os.listdir(os.path.join(REPO, "benchmarks")):
         if name.endswith(".md"):

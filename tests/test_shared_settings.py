@@ -1,4 +1,4 @@
-"""Shared settings travel (issue 10): `memhealth init --settings shared` writes no path from
+"""Shared settings travel: `memhealth init --settings shared` writes no path from
 this machine into the committed `.claude/settings.json`. Its hooks run a portable launcher,
 committed beside the config, that finds memhealth on the machine that runs it; on a machine
 without memhealth, SessionStart says so in one line and every other hook is silent.

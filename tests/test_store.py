@@ -8,9 +8,9 @@ import stat
 
 import pytest
 
-from memory_core.db import connect, sqlite3, write
 from memory_core.errors import StoreCorrupt, StoreError
-from memory_core.schema import LATEST, MIGRATIONS
+from memory_core.store.db import connect, sqlite3, write
+from memory_core.store.schema import LATEST, MIGRATIONS
 from tests.conftest import FIXTURES
 
 

@@ -1,4 +1,4 @@
-"""House style that a machine can check: ruff clean over the whole tree (STYLE.md, Habits)."""
+"""House style that a machine can check: ruff clean over the whole tree (the house habit: ruff clean)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from memhealth.config import defaults
-from memory_core import registry
+from memory_core.store import registry
 from telemetry.artifacts.alertmanager import BASE_ROUTES, BUDGET_URL, WATCHDOG_URL
 from telemetry.team_secrets import SECRET_FILES
 from tests.conftest import REPO, clean_env, require_binary, rows, run_cli, stop_process
@@ -46,6 +46,8 @@ from tests.test_prometheus_e2e import (
 from tests.test_serve import ServeProcess
 from tests.test_serve_all import ServeAll, _init, _prompts
 from tests.tls_certs import TestCA, Web, bcrypt_web_config, write_secret
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 AGENT_CONFIG = os.path.join(REPO, "compose", "team", "prometheus-agent.yml")
 CENTRAL_CONFIG = os.path.join(REPO, "compose", "team", "prometheus-central.yml")
@@ -206,7 +208,7 @@ def team(tmp_path_factory):
         machines.append(Machine(tmp_path, "bob", "team-b", {"app": 3}, secrets))
         # bob's `app`: more capture items than [gate].capture_queue_max (40): capture_queue RED
         bob_db = machines[1].roots["app"] / ".memhealth" / "memory.db"
-        from memory_core.db import sqlite3
+        from memory_core.store.db import sqlite3
         db = sqlite3.connect(bob_db)
         with db:
             db.execute("INSERT INTO meta(key, value) VALUES ('capture.pending', '41')")

@@ -39,7 +39,9 @@ def capture(project, transcript, lines, session="s1") -> None:
 def listing(project) -> list[dict]:
     proc = run_cli("triage", "--json", cwd=str(project))
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    data = json.loads(proc.stdout)
+    assert data["version"] == 1
+    return data["candidates"]
 
 
 def by_kind(items) -> dict:
@@ -224,4 +226,7 @@ def test_interactive_triage_in_a_terminal(project, tmp_path):
 
 def test_triage_has_help_text():
     proc = run_cli("triage", "--help")
-    assert proc.returncode == 0 and "--apply" in proc.stdout and "merge ID INTO ID" in proc.stdout
+    assert proc.returncode == 0 and "--apply" in proc.stdout
+    assert all(action in proc.stdout for action in ("list", "confirm", "reject", "retitle", "merge"))
+    merge = run_cli("triage", "merge", "--help")
+    assert merge.returncode == 0 and "merge ID INTO ID" in merge.stdout

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from memory_core import db, vectors
-from memory_core.embed import OllamaClient, forget_process_state
 from memory_core.errors import DimensionMismatch
+from memory_core.index import vectors
+from memory_core.index.embed import OllamaClient, forget_process_state
+from memory_core.store import db
 from tests.ollama_standin import OllamaStandin, vector
 
 DIM = 8
@@ -398,7 +399,7 @@ def test_the_kept_vector_count_follows_every_write_without_counting(conn):
 
 
 def test_a_store_written_before_migration_6_gets_its_count_and_keeps_its_vectors(tmp_path):
-    from memory_core.schema import LATEST
+    from memory_core.store.schema import LATEST
 
     path = tmp_path / "old.db"
     conn = db.connect(path)

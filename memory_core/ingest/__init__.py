@@ -20,9 +20,8 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core import docfreq
-from memory_core.db import write
 from memory_core.errors import StoreError
+from memory_core.index import docfreq
 from memory_core.ingest import store, watermark
 from memory_core.ingest.base import (
     ALIASES,
@@ -38,6 +37,7 @@ from memory_core.ingest.git import ingest_git
 from memory_core.ingest.ledgers import ingest_ledgers
 from memory_core.ingest.memory import ingest_memory
 from memory_core.ingest.transcripts import META_TRANSCRIPT_DIR, ingest_transcripts
+from memory_core.store.db import write
 
 DOCFREQ_REFRESH_S = 2.0  # at most this of an ingest's budget re-counts stale word frequencies
 
@@ -68,8 +68,8 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
     one bad file. Raises UnknownSource for a bad name and StoreError when the store fails.
 
     `progress(source, done, total)` is called as files are processed; `trace` (a
-    memory_core.outbox.Trace) gets an `ingest` span with one child per source. `pooled=False`
-    embeds through the small client, for a hook's short run (memory_core.embed: the rule)."""
+    memory_core.outbox.spans.Trace) gets an `ingest` span with one child per source. `pooled=False`
+    embeds through the small client, for a hook's short run (memory_core.index.embed: the rule)."""
     names = resolve_sources(sources, cfg)
     budget = float(cfg["ingest"]["budget_s"] if budget_s is None else budget_s)
     run = Run(conn, project_root, cfg, budget, progress)
@@ -112,7 +112,7 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
                   report.sources[stopped_at].chunks_added)
     elif report.chunks_added or report.chunks_removed:
         # common words' kept frequencies these writes made stale are counted again here, off
-        # the prompt path (memory_core.docfreq); within what is left of the budget
+        # the prompt path (memory_core.index.docfreq); within what is left of the budget
         left = budget - (run.clock() - run.started)
         if left > 0:
             try:

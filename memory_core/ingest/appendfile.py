@@ -21,12 +21,12 @@ import hashlib
 import os
 from collections.abc import Callable
 
-from memory_core.db import write
 from memory_core.errors import MemoryCoreError
 from memory_core.ingest import store, watermark
 from memory_core.ingest.base import BudgetExhausted, Run, SourceReport
 from memory_core.ingest.chunking import Piece
 from memory_core.ingest.filesource import record_failure
+from memory_core.store.db import write
 
 STEP_BYTES = 4 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024 * 1024

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from memory_core.errors import MemoryCoreError
 
-# REFERENCE §4.6: signal weights by source (default 10).
+# Signal weights by source (default 10), as in the paper's reference harness.
 SIGNAL_WEIGHTS: dict[str, float] = {"docs": 10.0, "memory": 40.0, "ledger": 30.0,
                                     "transcript": 10.0, "git": 15.0}
 SOURCES: tuple[str, ...] = ("docs", "memory", "ledger", "transcript", "git")
@@ -56,7 +56,7 @@ class IngestReport:
     """The result of `run_ingest`: per-source counts, vectors, elapsed, budget."""
 
     sources: dict[str, SourceReport] = field(default_factory=dict)
-    frequencies_recounted: int = 0  # kept word frequencies counted again (memory_core.docfreq)
+    frequencies_recounted: int = 0  # kept word frequencies counted again (memory_core.index.docfreq)
     elapsed_s: float = 0.0
     budget_s: float = 0.0
     budget_exhausted: bool = False

@@ -15,6 +15,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from memory_core.text import split_lines
+
 MAX_CHARS = 2000   # about 500 tokens: inside every embedding model's context, readable in a hit
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -37,11 +39,6 @@ class Piece:
 
 def content_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
-
-
-def split_lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def frontmatter(lines: list[str], max_lines: int = 200) -> tuple[dict[str, str], int]:

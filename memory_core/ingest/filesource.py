@@ -16,15 +16,12 @@ import os
 import time
 from collections.abc import Callable
 
-from memory_core.db import write
 from memory_core.ingest import store, watermark
 from memory_core.ingest.base import BudgetExhausted, Run, SourceReport
 from memory_core.ingest.chunking import Piece, content_hash
+from memory_core.store.db import write
+from memory_core.store.layout import SKIP_DIRS
 
-# Directories never walked (an explicit config entry may still name one): VCS and tool
-# state, dependency trees, build output. Hidden directories are skipped too.
-SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "dist",
-                       "build", "target", "vendor"})
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_LISTED = 500_000
 BATCH_FILES = 200

@@ -16,10 +16,11 @@ import os
 import shutil
 import subprocess
 
-from memory_core.db import write
 from memory_core.ingest import store, watermark
 from memory_core.ingest.base import SIGNAL_WEIGHTS, Run, SourceReport
-from memory_core.ingest.chunking import MAX_CHARS, Piece, split_bounded, split_lines
+from memory_core.ingest.chunking import MAX_CHARS, Piece, split_bounded
+from memory_core.store.db import write
+from memory_core.text import split_lines
 
 WATERMARK_PATH = "."
 MAX_PATHS = 100          # touched paths listed in a commit's chunk

@@ -9,7 +9,7 @@
 
 The name is the title (joined with the heading path when the body has headings); the
 description leads the first chunk so both retrieval legs see it. Memory outranks docs
-(signal weight 40 vs 10, REFERENCE §4.6).
+(signal weight 40 vs 10).
 
 The subsystem inventory is memory of kind `subsystem`, in either of two shapes:
 
@@ -31,7 +31,7 @@ A record confirmed by `memhealth triage` (`type: decision | dead_end | correctio
 its `status:`, `recorded:`, `source:` (transcript:line, session, time) and `path:` (the
 project file it is about, when someone adds one) in the attrs too: only `status: confirmed`
 makes it eligible for a DEAD-END block, and a `path:` changed after `recorded:` makes it a
-STALE-CLAIM (memory_core.inject.stale_claim). Its `candidate:` id and lineage links
+STALE-CLAIM (memory_core.delivery.inject.stale_claim). Its `candidate:` id and lineage links
 (`supersedes:`, `superseded_by:` — candidate ids) are kept so the decision-lineage block can
 show the thread.
 
@@ -47,15 +47,16 @@ import os
 import re
 
 from memory_core.ingest.base import SIGNAL_WEIGHTS, Run, SourceReport
-from memory_core.ingest.chunking import Piece, frontmatter, markdown_chunks, split_lines
+from memory_core.ingest.chunking import Piece, frontmatter, markdown_chunks
 from memory_core.ingest.filesource import discover, sync_files
+from memory_core.text import split_lines
 
 SUFFIXES = (".md", ".markdown")
 _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 INDEX_NAMES = frozenset({"memory.md"})
 INDEX_KIND = "index"
 SUBSYSTEM_KIND = "subsystem"
-# records written by `memhealth triage` (memory_core/triage.py render_record)
+# records written by `memhealth triage` (memory_core/records/triage.py render_record)
 RECORD_KINDS = frozenset({"decision", "dead_end", "dead-end", "correction"})
 RECORD_KEYS = ("status", "recorded", "source", "path", "candidate", "supersedes", "superseded_by")
 _SECTION_KEY = re.compile(r"^(path|aliases)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
@@ -140,10 +141,10 @@ def ingest_memory(run: Run, report: SourceReport) -> None:
 
 
 def compile_cues(run: Run, report: SourceReport) -> None:
-    """Compile changed memory files into items and indexed cues (memory_core.cuespec); a
+    """Compile changed memory files into items and indexed cues (memory_core.items.compile); a
     malformed frontmatter key is an ingest_log error naming the file and the key."""
-    from memory_core.cuespec import compile_items, embed_semantic
     from memory_core.ingest.filesource import record_failure
+    from memory_core.items.compile import compile_items, embed_semantic
 
     def log(rel: str, key: str, message: str) -> None:
         record_failure(run, "memory", rel, "frontmatter", f"{rel}: {message}", report)

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import subprocess
 
-from memory_core.db import write
 from memory_core.ingest.base import Run, SourceReport
 from memory_core.ingest.git import CALL_TIMEOUT_S, GitUnavailable, _git
-from memory_core.meta import set_meta
+from memory_core.store.db import write
+from memory_core.store.meta import set_meta
 
 META_USER_EMAIL = "git.user_email"
 MAX_COMMITS = 5000  # history walked to find each file's last commit; older ones stay unattributed

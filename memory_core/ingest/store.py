@@ -10,8 +10,8 @@ import json
 import re
 import time
 
-from memory_core.db import write
 from memory_core.ingest.chunking import Piece, content_hash
+from memory_core.store.db import write
 from memory_core.text import clean
 
 # ANSI CSI/OSC sequences (colours in command output): clean() would leave "[31m" glued to

@@ -2,11 +2,11 @@
 
     ingest_transcripts(run, report)   # [ingest].transcripts: "auto", directories, files
 
-What becomes memory, and what does not (REFERENCE §2 lists the record shapes):
+What becomes memory, and what does not (Claude Code's transcript record shapes; tests/fixtures/transcripts has real ones):
 
 - kept: user text the human typed (kind "prompt"); assistant `text` blocks (kind "reply");
   a subagent's own `text` blocks (kind "subagent", see below).
-- machine-generated user turns are filtered with memory_core.intent.system_turn, the same
+- machine-generated user turns are filtered with memory_core.delivery.intent.system_turn, the same
   list of shapes the prompt hook uses (task notifications, slash-command and local-command
   echoes, caveats, system reminders, interruptions, skill headers, teammate messages,
   subagent completion callbacks, ...). A `<system-reminder>` (or IDE tag) block inside a
@@ -32,7 +32,7 @@ What becomes memory, and what does not (REFERENCE §2 lists the record shapes):
 (set from a hook's transcript_path, which names the real directory), then
 `~/.claude/projects/<slug>` (or `$CLAUDE_CONFIG_DIR/projects/<slug>`) for the slugs Claude
 Code is known to derive from the project path. Real directories keep the path's case
-(REFERENCE §2, "Slug caveat"); the lowercased slug of the reference installer is not tried.
+(Claude Code's project-directory slug); the lowercased slug of the reference installer is not tried.
 """
 
 from __future__ import annotations
@@ -42,12 +42,13 @@ import json
 import os
 import re
 
+from memory_core.delivery.intent import system_turn
 from memory_core.ingest.appendfile import sync_appends
 from memory_core.ingest.base import SIGNAL_WEIGHTS, Run, SourceReport
-from memory_core.ingest.chunking import MAX_CHARS, Piece, split_bounded, split_lines
+from memory_core.ingest.chunking import MAX_CHARS, Piece, split_bounded
 from memory_core.ingest.filesource import discover
-from memory_core.intent import system_turn
-from memory_core.meta import TRANSCRIPT_DIR, get_meta
+from memory_core.store.meta import TRANSCRIPT_DIR, get_meta
+from memory_core.text import split_lines
 
 META_TRANSCRIPT_DIR = TRANSCRIPT_DIR  # recorded by the hooks (memhealth.handlers)
 COMPACTION_PROMPT = "Your task is to create a detailed summary of the conversation so far"

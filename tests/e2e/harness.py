@@ -329,7 +329,7 @@ def expected_heartbeats(payloads: list[dict]) -> Counter:
 def completed_heartbeats(db_path: str) -> Counter:
     """(hook, session id) of every hook heartbeat that completed ok: not the gate's own, nor
     the capture worker's (SessionEnd spawns it; it is not a Claude Code event)."""
-    from memory_core.db import sqlite3
+    from memory_core.store.db import sqlite3
 
     conn = sqlite3.connect(db_path, timeout=10)
     try:
@@ -346,8 +346,8 @@ def settled_capture_outcomes(db_path: str, at_least: int, timeout_s: float = 30.
     pending with no worker holding the lease), waiting at most `timeout_s`."""
     import time
 
-    from memory_core.capture_store import work_pending
-    from memory_core.db import sqlite3
+    from memory_core.records.queue import work_pending
+    from memory_core.store.db import sqlite3
 
     deadline = time.monotonic() + timeout_s
     while True:

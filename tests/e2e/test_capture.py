@@ -24,6 +24,8 @@ from tests.e2e.harness import hook_env, memhealth_argv, settled_capture_outcomes
 from tests.e2e.messages_api import text, tool_use
 from tests.e2e.reached import hook_blocks, position, request_with
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 BUILD_PROMPT = ("Let's build a new ledger writer that batches appends and dedupes them by "
                 "idempotency key")
 DEAD_END = "I tried running the WAL checkpoint inside append() and it was slower: every append stalled behind it."
@@ -41,7 +43,7 @@ def memhealth(root: str, *args: str) -> subprocess.CompletedProcess:
 
 
 # Sixty doc sections on other topics: the sample project grown past the cascade's small-corpus
-# mode (memory_core/inject.py MIN_IDF_CORPUS = 50 chunks), as any real project is.
+# mode (memory_core/delivery/inject.py MIN_IDF_CORPUS = 50 chunks), as any real project is.
 HANDBOOK = "# Handbook\n\n" + "".join(
     f"## {topic.title()} note {i}\n\nThe {topic} component keeps its state in table "
     f"{topic.replace(' ', '_')}_{i}; owners rotate weekly and changes need a review from its team.\n\n"
@@ -60,7 +62,7 @@ def capture_session(world) -> None:
     world.run(CORRECTION, [[text(DECISION)]], resume=world.sid)
     # two SessionEnds, two detached workers: both must have finished before triage is read
     world.outcomes = settled_capture_outcomes(world.project.db_path, at_least=2)
-    world.listing = json.loads(memhealth(world.project.root, "triage", "--json").stdout)
+    world.listing = json.loads(memhealth(world.project.root, "triage", "--json").stdout)["candidates"]
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +115,7 @@ def test_memhealth_hook_output_in_the_transcript_never_becomes_a_candidate(captu
     session start, the DO-NOT-REBUILD block after the prompt) as `attachment` lines, and the
     CLI's queue-operation lines; read as typed text, that output would be a correction
     ("Extend it; do not write a second writer."). None of it is a candidate."""
-    from memory_core.capture import extract_text
+    from memory_core.records.extract import extract_text
 
     with open(captured.session.transcript(captured.sid), encoding="utf-8") as fh:
         records = [json.loads(line) for line in fh if line.strip()]
@@ -139,7 +141,7 @@ def test_memhealth_hook_output_in_the_transcript_never_becomes_a_candidate(captu
 def test_a_confirmed_dead_end_reaches_the_model_when_it_is_proposed_again(captured):
     """A confirmed record is memory of kind `dead_end` whose `status: confirmed` the memory
     ingester keeps in the chunk's attrs; re-proposed on build intent it arrives as a DEAD-END
-    block after the prompt (memory_core/inject.py `entry_block`), with both provenances. It is
+    block after the prompt (memory_core/delivery/inject.py `entry_block`), with both provenances. It is
     not a DO-NOT-REBUILD: only an inventory entry is."""
     dead, record = confirm_dead_end(captured)
     assert rows(captured.project.root, "SELECT count(*) FROM chunks")[0][0] < 50  # the small-corpus mode
@@ -158,13 +160,13 @@ def test_a_confirmed_dead_end_reaches_the_model_when_it_is_proposed_again(captur
     # both provenances: the record file, and the transcript line where it was said
     assert f"{dead['transcript']}:{dead['line']}" in block, block
     assert position(body, REPROPOSE) < position(body, "UserPromptSubmit hook additional context"), body
-    listing = json.loads(memhealth(captured.project.root, "triage", "--json", "--all").stdout)
+    listing = json.loads(memhealth(captured.project.root, "triage", "--json", "--all").stdout)["candidates"]
     assert {(c["kind"], c["state"]) for c in listing} == {("dead_end", "confirmed"), ("correction", "pending"),
                                                          ("decision", "pending")}, listing
     # the new session's own worker finished too (it found nothing new to propose)
     outcomes = settled_capture_outcomes(captured.project.db_path, at_least=sum(captured.outcomes.values()) + 1)
     assert set(outcomes) == {"ok"}, outcomes
-    assert json.loads(memhealth(captured.project.root, "triage", "--json").stdout) == \
+    assert json.loads(memhealth(captured.project.root, "triage", "--json").stdout)["candidates"] == \
         [c for c in listing if c["state"] == "pending"]
 
 

@@ -24,6 +24,8 @@ from tests.e2e.conftest import make_world
 from tests.e2e.messages_api import text, tool_use
 from tests.e2e.reached import after_tool_result, every_hook_block, request_with
 
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
+
 CUED = ".memhealth/memory/writer-seen-map.md"
 PINNED_FILE = ".memhealth/memory/keys-never-reused.md"
 EXTRA = {

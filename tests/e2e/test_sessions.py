@@ -8,9 +8,13 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from tests.conftest import rows
 from tests.e2e.harness import PINNED
 from tests.e2e.reached import hook_blocks, position, request_with
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 VERDICT = re.compile(r"^MEMORY-HEALTH: (\d+)/(\d+) GREEN")
 BUILD_PROMPT = ("Let's build a new ledger writer that batches appends and dedupes them by "
@@ -127,7 +131,7 @@ def test_compact_on_resume_then_a_prompt_gets_the_pinned_facts_again(e2e):
 
 
 def _pinned(block: str) -> list[str]:
-    """The pinned items the cue block delivered (memory_core.cues: `- [kind] name (...)` lines
+    """The pinned items the cue block delivered (memory_core.delivery.cues: `- [kind] name (...)` lines
     under its `memhealth memory, pinned at session start` or `... re-delivered after
     compaction` line)."""
     lines = block.splitlines()

@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from tests.conftest import rows, run_cli
 from tests.e2e.harness import hook_attachments
 from tests.e2e.messages_api import text, tool_use
 from tests.e2e.reached import hook_blocks, request_with
+
+pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
 PROMPT = "Let's build a new ledger writer that batches appends and dedupes them by idempotency key"
 

@@ -25,7 +25,7 @@ def db_path(project) -> str:
 @contextlib.contextmanager
 def lock_held(project, mode: str = "IMMEDIATE"):
     """Another process holds the database's write lock until the block ends."""
-    code = ("import sys\nfrom memory_core.db import sqlite3\n"
+    code = ("import sys\nfrom memory_core.store.db import sqlite3\n"
             f"c = sqlite3.connect({db_path(project)!r}, isolation_level=None)\n"
             f"c.execute('BEGIN {mode}')\nprint('locked', flush=True)\nsys.stdin.read()\n")
     holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

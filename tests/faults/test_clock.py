@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from memory_core.db import sqlite3
+from memory_core.store.db import sqlite3
 from tests.conftest import payload, run_cli, run_hook
 from tests.faults.helpers import check, db_path, gate, heartbeats
 

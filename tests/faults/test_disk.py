@@ -80,7 +80,7 @@ def test_disk_full_everywhere_says_not_recorded(project, tmp_path):
     env = clean_env(XDG_STATE_HOME=state)
     _prefill_spill(project)
     os.makedirs(os.path.join(state, "memhealth", "spill"))
-    from memory_core.spill import fallback_path
+    from memory_core.outbox.spill import fallback_path
 
     with open(fallback_path(os.path.join(str(project), ".memhealth", "spill.ndjson"), env), "w") as fh:
         fh.write("x" * (LIMIT + 1) + "\n")

@@ -131,7 +131,7 @@ def test_a_journal_past_its_size_is_drained_by_a_hook(project):
     # a pid no process has: an exited child's pid can be handed out again on a busy box
     with open("/proc/sys/kernel/pid_max") as fh:
         gone = int(fh.read()) - 1
-    from memory_core.heartbeat import pid_alive
+    from memory_core.outbox.heartbeat import pid_alive
 
     assert not pid_alive(gone)
     now = time.time_ns()

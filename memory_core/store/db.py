@@ -1,0 +1,140 @@
+"""Open the per-project store: driver choice, pragmas, migrations (transactions: memory_core.store.tx).
+
+    conn = connect(path)                 # WAL, busy_timeout, migrated to the latest schema
+    with write(conn):                    # BEGIN IMMEDIATE ... COMMIT
+        conn.execute("INSERT ...")
+
+Driver: pyenv and python.org CPython builds often lack `enable_load_extension`, so
+sqlite-vec cannot load through the stdlib module. pysqlite3-binary ships SQLite 3.51 with
+extension loading and imports faster than the stdlib module; the stdlib module is the
+fallback (vectors then work only if that build can load extensions).
+"""
+
+from __future__ import annotations
+
+import os
+
+try:  # pragma: no cover - which branch runs depends on the platform
+    from pysqlite3 import dbapi2 as sqlite3
+
+    DRIVER = "pysqlite3"
+except ImportError:  # pragma: no cover
+    import sqlite3  # type: ignore[no-redef]
+
+    DRIVER = "sqlite3"
+
+from memory_core.errors import StoreError
+from memory_core.store.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
+
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+
+
+def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: bool = True,
+            migrate: bool = True):
+    """Open (and create/migrate) the store at `path`; raise a StoreError subclass on failure."""
+    path = os.fspath(path)
+    if not create and not os.path.exists(path):
+        raise StoreError(f"no database at {path}")
+    new = not os.path.exists(path)
+    old_umask = os.umask(0o077) if new else None  # state is readable by its owner only
+    try:
+        conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if migrate:
+            from memory_core.store.schema import ensure_schema
+
+            if ensure_schema(conn) == 0:  # born here: give it an identity (a reset is noticed)
+                from memory_core.store.identity import born
+
+                born(conn, path)
+    except sqlite3.Error as exc:
+        err = classify(exc)
+        if err.reason == "db_io":
+            err = wal_deleted(path) or err
+        raise err from exc
+    finally:
+        if old_umask is not None:
+            os.umask(old_umask)
+    return conn
+
+
+def wal_holders(path: str) -> list[tuple[int, int]]:
+    """(pid, fd) of processes holding `<path>-wal` open after it was deleted (Linux /proc;
+    only processes this user may inspect). Called on a failure path only: it scans /proc."""
+    target = os.path.abspath(path) + "-wal (deleted)"
+    found = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{fd_dir}/{fd}") == target:
+                    found.append((int(pid), int(fd)))
+            except OSError:
+                continue
+    return found
+
+
+def wal_deleted(path: str) -> StoreError | None:
+    """The StoreWalDeleted for a disk I/O error whose cause is a -wal file deleted while
+    another process has the database open (SQLite then refuses new connections), with the
+    command that puts it back from that process; None when that is not the cause."""
+    from memory_core.errors import StoreWalDeleted
+
+    holders = wal_holders(path)
+    if not holders:
+        return None
+    pid, fd = holders[0]
+    err = StoreWalDeleted(f"{os.path.basename(path)}-wal was deleted while process {pid} had the database "
+                          f"open: rows committed since the last checkpoint live only in that process's "
+                          f"open file")
+    err.fix = (f"put it back before process {pid} exits: `cp /proc/{pid}/fd/{fd} {path}-wal` (nothing "
+               f"is lost); if it has exited, stop every process holding the database (`fuser {path}*`), "
+               "move the -wal/-shm aside and accept the loss")
+    return err
+
+
+def load_vec(conn) -> bool:
+    """Load sqlite-vec into `conn` if it is not there yet; False (never raises) when this
+    interpreter cannot. Asks the connection itself rather than caching by id(conn): a new
+    connection can reuse a closed one's id."""
+    try:
+        conn.execute("SELECT vec_version()")
+        return True
+    except Exception:
+        pass
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        try:
+            sqlite_vec.load(conn)
+        finally:
+            conn.enable_load_extension(False)
+        return True
+    except Exception:  # AttributeError (no enable_load_extension), ImportError, load failure
+        return False
+
+
+def vec_unavailable_reason() -> str:
+    """One line saying why sqlite-vec cannot load here, or '' when it can."""
+    try:
+        import sqlite_vec  # noqa: F401
+    except ImportError:
+        return "the sqlite-vec package is not installed in this interpreter"
+    conn = sqlite3.connect(":memory:")
+    try:
+        if not hasattr(conn, "enable_load_extension"):
+            return f"{DRIVER} was built without enable_load_extension"
+        return "" if load_vec(conn) else "sqlite-vec failed to load"
+    finally:
+        conn.close()

@@ -1,0 +1,104 @@
+"""Write transactions on the store, and the failure family of a driver error.
+
+    with write(conn):                    # BEGIN IMMEDIATE ... COMMIT
+        conn.execute("INSERT ...")       # a driver error leaves as a StoreError subclass
+
+Every writer in every layer goes through here, so the same failure raises the same
+`StoreError` subclass whoever wrote the row (stdlib only: the hook path imports this).
+"""
+
+from __future__ import annotations
+
+from memory_core.errors import (
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreIO,
+    StoreLocked,
+    StoreReadOnly,
+)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The failure family of a SQLite driver error: db_locked, db_corrupt, db_readonly,
+    db_full, db_io, store."""
+    text = str(exc).lower()
+    if "disk is full" in text or "too large" in text:
+        return "db_full"
+    if "disk i/o" in text:
+        return "db_io"
+    if "locked" in text or "busy" in text:
+        return "db_locked"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return "db_corrupt"
+    if "readonly" in text or "read-only" in text or "unable to open" in text or "permission" in text:
+        return "db_readonly"
+    return "store"
+
+
+_CLASSES = {"db_locked": (StoreLocked, "database is locked"),
+            "db_corrupt": (StoreCorrupt, "database is corrupt"),
+            "db_readonly": (StoreReadOnly, "database is not writable"),
+            "db_full": (StoreFull, "disk full"),
+            "db_io": (StoreIO, "disk I/O error")}
+
+
+def classify(exc: BaseException) -> StoreError:
+    """Map a driver exception to the store error a user can act on."""
+    cls, prefix = _CLASSES.get(failure_reason(exc), (StoreError, "database error"))
+    return cls(f"{prefix}: {exc}")
+
+
+_ONE_WAIT: set[int] = set()  # connections whose owner waits for the lock once per run
+
+
+def one_lock_wait(conn) -> None:
+    """After this connection's first write that waited busy_timeout and still met the lock,
+    later writes fail at once (busy_timeout 0): a hook waits for a held lock once, not
+    once per write, and spills the rest. For short-lived processes only (hooks)."""
+    _ONE_WAIT.add(id(conn))
+
+
+class write:
+    """`with write(conn):` runs the block in BEGIN IMMEDIATE, so a writer takes the lock up
+    front: busy_timeout cannot rescue a deferred read-to-write upgrade (measured: 3,949 of 4,000 writes locked with 8 writers)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except self.conn.Error as exc:
+            err = classify(exc)
+            if err.reason == "db_locked" and id(self.conn) in _ONE_WAIT:
+                try:
+                    self.conn.execute("PRAGMA busy_timeout = 0")
+                except self.conn.Error:
+                    pass
+            raise err from exc
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+            except self.conn.Error as err:
+                self._rollback()
+                raise classify(err) from err
+            return False
+        self._rollback()
+        if isinstance(exc, self.conn.Error):
+            raise classify(exc) from exc
+        return False
+
+    def _rollback(self):
+        try:
+            self.conn.execute("ROLLBACK")
+        except self.conn.Error:
+            pass  # no transaction left to roll back (COMMIT failed after SQLite ended it)
+
+
+transaction = write
