@@ -389,9 +389,12 @@ def test_a_second_machine_started_with_bobs_label_raises_the_duplicate_alert_cen
     try:
         carol.name = "bob"  # the mistake: the same MEMHEALTH_MACHINE as bob's
         carol.start_agent(central.url)
+        # the two agents' identical series collide: a write of carol's holding a sample older
+        # than bob's latest for one of them is refused whole (out of order), so hers get in
+        # only between bob's writes; give that time
         ids = wait_for("two instance ids under machine bob", lambda: (lambda r: r if len(r) == 2 else None)(
-            {s["metric"]["instance_id"] for s in central.query('memhealth_build_info{machine="bob"}')}),
-            timeout=45)
+            {s["metric"]["instance_id"] for s in central.query(
+                'last_over_time(memhealth_build_info{machine="bob"}[10m])')}), timeout=120)
         # (alice's serve was stopped by the test before: her last series, within 10 minutes)
         alice_ids = {s["metric"]["instance_id"] for s in central.query(
             'last_over_time(memhealth_build_info{machine="alice"}[10m])')}
