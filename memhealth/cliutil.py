@@ -97,6 +97,7 @@ JSON_FIELDS: dict[str, dict[str, str]] = {
                "injection": "decisions by outcome, characters injected", "cues": "cue evaluations by outcome",
                "gate": "gate runs by verdict", "alerts": "alert decisions", "degradations": "by component",
                "telemetry": "export lag and backlog",
+               "witness": "transcript witness findings by day, event and kind",
                "schedule": "report --ablation: the ablation schedule",
                "history": "report --ablation: the schedules registered before",
                "arms": "report --ablation: per arm, the outcomes compared"},

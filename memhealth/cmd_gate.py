@@ -17,12 +17,12 @@ def register(sub):
                    help='print {"total", "green", "red", "checks": [...]} instead of text')
     # the same names as probes.gate.ACKABLE (a test keeps them equal; importing the gate
     # here would load it for every command)
-    p.add_argument("--ack", metavar="CHECK", choices=("hook_heartbeats", "integrations", "cue_delivery"),
+    p.add_argument("--ack", metavar="CHECK", choices=("hook_heartbeats", "integrations", "cue_delivery", "hook_witness"),
                    default=None,
                    help="acknowledge CHECK's RED about a past event (a hook that did not fire, a "
                         "failed webhook delivery, a compaction that dropped pinned items): recorded, "
                         "shown by `memhealth report`; later events are reported again. CHECK: "
-                        "hook_heartbeats, integrations, cue_delivery")
+                        "hook_heartbeats, integrations, cue_delivery, hook_witness")
     p.set_defaults(func=run)
     return p
 
@@ -39,7 +39,9 @@ def run(args) -> int:
             if args.ack:
                 _acknowledge(ctx.conn, args.ack, quiet=args.json)
             with command_trace(ctx.conn, "memhealth gate") as trace:
-                verdict = gate.run(Evidence(ctx.project.root, ctx.conn, ctx.cfg), trace=trace)
+                # witness=True: this gate runs outside any hook, so the transcript witness may
+                # read what the transcripts gained since its last reconciliation
+                verdict = gate.run(Evidence(ctx.project.root, ctx.conn, ctx.cfg, witness=True), trace=trace)
     except StoreError as exc:  # the store itself is the failure: a verdict, not a traceback
         verdict = gate.store_failure(exc)
     if args.json:

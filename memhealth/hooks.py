@@ -279,8 +279,12 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
     from memory_core.outbox import heartbeat, spans, spill
 
     trace = spans.Trace(trace_id)
+    # the event's own id, so the transcript witness can match this run to its tool call or prompt
+    event_ref = _str(payload, "tool_use_id" if hook in ("pre-tool", "post-tool") else "prompt_id") \
+        if hook in ("pre-tool", "post-tool", "prompt") else None
+    event_ref = event_ref[:200] if event_ref else None
     spill_base = {"kind": "heartbeat", "hook": hook, "session_id": session_id, "pid": os.getpid(),
-                  "trace_id": trace.trace_id, "started_ns": started_ns}
+                  "trace_id": trace.trace_id, "started_ns": started_ns, "event_ref": event_ref}
 
     # 1. the heartbeat row, before any work (the journal line already stands for it)
     conn = hb_id = None
@@ -293,7 +297,7 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         one_lock_wait(conn)  # a held lock costs this hook one busy_timeout, not one per write
         if os.path.exists(project.spill_path) or os.path.exists(spill.fallback_path(project.spill_path)):
             spill.drain(conn, project.spill_path)
-        hb_id = heartbeat.start(conn, hook, session_id, trace.trace_id, started_ns)
+        hb_id = heartbeat.start(conn, hook, session_id, trace.trace_id, started_ns, event_ref)
     except (MemoryCoreError, OSError) as exc:  # StoreError and its kin are MemoryCoreErrors
         reason = getattr(exc, "reason", "store")
         problem = None

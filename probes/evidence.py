@@ -25,15 +25,16 @@ class Evidence:
 
     `session_id` is the session whose SessionStart runs the gate (its own rows are excluded
     from boundary checks); `deadline` is a `time.monotonic()` value the embedding probe's
-    warm-up must finish before (the hook's own timeout), or None.
+    warm-up must finish before (the hook's own timeout), or None; `witness` lets the
+    transcript witness read new transcript bytes (off the hook path only).
     """
 
     __slots__ = ("root", "state_dir", "conn", "cfg", "now", "session_id", "deadline",
-                 "trace", "_tables", "_meta")
+                 "trace", "witness", "_tables", "_meta")
 
     def __init__(self, root: str, conn, cfg: dict, now: float | None = None,
                  session_id: str | None = None, deadline: float | None = None,
-                 trace=None):
+                 trace=None, witness: bool = False):
         self.root = os.path.abspath(root)
         self.state_dir = os.path.join(self.root, STATE_DIR)
         self.conn = conn
@@ -42,6 +43,9 @@ class Evidence:
         self.session_id = session_id
         self.deadline = deadline
         self.trace = trace  # a memory_core.outbox.spans.Trace for probe spans, or None
+        # whether the witness may read new transcript bytes (probes.witness): `memhealth gate`
+        # and serve's scheduled gate; never a hook's gate, which reads the recorded findings only
+        self.witness = witness
         self._tables: set[str] | None = None
         self._meta: dict[str, str | None] = {}
 

@@ -19,7 +19,7 @@ from memory_core.errors import MemoryCoreError, StoreError
 from memory_core.outbox import heartbeat, rollups, spans, spill
 from memory_core.store.db import write
 from memory_core.store.meta import set_meta
-from probes import checks, heartbeats, novelty
+from probes import checks, heartbeats, novelty, wiring, witness
 from probes.evidence import ACK_PREFIX
 from probes.result import MEMORY, NOTE, OPERATOR, RED, CheckResult
 from telemetry.catalog import EMBEDDING_STATES, GATE_STATUS_VALUES
@@ -44,6 +44,9 @@ CHECKS = (
     ("embedding_path", _embedding_path),
     ("integrations", checks.integrations),
     ("telemetry_pipeline", checks.telemetry_pipeline),
+    # -- hooks that do not run: the wiring at configuration time, the transcript as a witness
+    ("hook_wiring", wiring.hook_wiring),
+    ("hook_witness", witness.hook_witness),
 )
 
 # Whose a check's findings are when the check does not say (CheckResult.audience): the
@@ -55,10 +58,11 @@ AUDIENCE = {
     "capture_queue": MEMORY, "lineage_freshness": MEMORY, "index_integrity": MEMORY,
     "memory_files": MEMORY, "render_novelty": MEMORY, "embedding_path": MEMORY,
     "integrations": OPERATOR, "telemetry_pipeline": OPERATOR, "store": MEMORY,
+    "hook_wiring": MEMORY, "hook_witness": MEMORY,
 }
 # Checks whose REDs can be about a past event (a hook that did not fire, a webhook delivery
 # that failed): `memhealth gate --ack CHECK` acknowledges what happened up to now.
-ACKABLE = ("hook_heartbeats", "integrations", "cue_delivery")
+ACKABLE = ("hook_heartbeats", "integrations", "cue_delivery", "hook_witness")
 
 
 class Verdict:

@@ -32,6 +32,10 @@ MCP_OUTCOMES = ("ok", "error")
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
 NEUTRALIZED_KINDS = ("harness_tag", "tool_markup", "instruction")  # memhealth.neutralize.KINDS
+# -- the transcript as a witness (probes.witness)
+CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
+                 "SessionEnd")  # the events memhealth is wired to, as Claude Code names them
+WITNESS_KINDS = ("failed", "not_run", "lost")
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -84,6 +88,12 @@ METRICS: tuple[Metric, ...] = (
            label_values={"hook": HEARTBEATS}),
     Metric("memhealth_hook_last_success_timestamp_seconds", "gauge", "s",
            "Unix time of the last successful invocation of each hook.", ("hook",)),
+    # -- the transcript as a witness (probes.witness)
+    Metric("memhealth_witness_findings_total", "counter", "1",
+           "Events a session transcript showed that no memhealth row recorded, by Claude Code event "
+           "and kind (failed: a hook failure before memhealth ran; not_run: no memhealth hook ran; "
+           "lost: memhealth ran, its row is missing).",
+           ("event", "kind"), label_values={"event": CLAUDE_EVENTS, "kind": WITNESS_KINDS}),
     Metric("memhealth_gate_check_status", "gauge", "1",
            "Latest status of each gate check: 0 green, 1 note, 2 red.", ("check",)),
     # The enum convention beside the 0/1/2 code above (kept: the DESIGN contract): one series

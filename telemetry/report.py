@@ -66,7 +66,21 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
         "alerts": _alerts(conn, since),
         "telemetry": _telemetry(conn),
         "cues": _cues(conn, since),
+        "witness": _witness(conn, since),
     }
+
+
+def _witness(conn, since: int) -> list[dict]:
+    """What the transcripts showed that no heartbeat recorded (probes.witness), by day,
+    event, kind and failure."""
+    if not _has_table(conn, "witness_findings"):
+        return []
+    return [{"day": d, "event": e, "kind": k, "count": n, "exit_code": x, "stderr": err or "",
+             "sessions": sessions}
+            for d, e, k, x, err, n, sessions in conn.execute(
+                f"SELECT {_day('last_ns')} AS day, event, kind, exit_code, stderr, sum(n), "
+                "count(DISTINCT session_id) FROM witness_findings WHERE last_ns >= ? "
+                "GROUP BY day, event, kind, exit_code, stderr ORDER BY day, event", (since,))]
 
 
 def _invocations(conn, since: int) -> dict:
@@ -313,6 +327,10 @@ def render_text(data: dict) -> str:
     out += ["", "Acknowledged gate findings (memhealth gate --ack CHECK: events up to then)"]
     out += _table(["check", "acknowledged", "finding"],
                   [[r["check"], _when(r["ack_ns"]), r["detail"][:100] or "-"] for r in data["gate"]["acks"]])
+    out += ["", "Transcript witness: events no memhealth row recorded (failed before it ran, or not run)"]
+    out += _table(["day", "event", "kind", "count", "exit", "stderr", "sessions"],
+                  [[r["day"], r["event"], r["kind"], r["count"], "-" if r["exit_code"] is None else r["exit_code"],
+                    r["stderr"][:60] or "-", r["sessions"]] for r in data.get("witness", [])])
     out += ["", "Degradations"]
     out += _table(["component", "reason", "count", "last"],
                   [[r["component"], r["reason"], r["count"], _when(r["last_ns"])] for r in data["degradations"]])

@@ -148,7 +148,7 @@ def gate_probe(conn, cfg, project) -> None:
     from probes import gate
     from probes.evidence import Evidence
 
-    gate.run(Evidence(project.root, conn, cfg))
+    gate.run(Evidence(project.root, conn, cfg, witness=True))  # off the hook path: may read transcripts
 
 
 def find_default_probe():

@@ -120,5 +120,12 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("telemetry_pipeline", "warning", "15m", "telemetry",
               "an exporter ran before and the oldest span in the outbox is older than the "
               "export lag budget", ("MemhealthExporterDown",)),
+    # -- hooks that do not run (probes.wiring, probes.witness): they alert like hook_heartbeats
+    GateCheck("hook_wiring", "warning", "15m", "hooks",
+              "an event memhealth needs is in no settings file Claude Code reads, runs another "
+              "command, matches too few tools, or hooks are disabled"),
+    GateCheck("hook_witness", "warning", "15m", "hooks",
+              "a session's transcript shows events whose memhealth hook failed before it ran "
+              "or never ran"),
 )
 GATE_CHECKS: dict[str, GateCheck] = {c.name: c for c in GATE_CHECK_LIST}

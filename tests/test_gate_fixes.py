@@ -553,6 +553,87 @@ def tool_calls_left_without_a_cue_evaluation(root):
     assert check(root, "cue_delivery")["status"] == "green"  # evaluated again: nothing new to report
 
 
+# -- hook_wiring, hook_witness: hooks that do not run -----------------------------------------
+
+@scenario("hook_wiring")
+def pre_tool_entry_removed(root):
+    settings = os.path.join(str(root), ".claude", "settings.local.json")
+    with open(settings, encoding="utf-8") as fh:
+        data = json.load(fh)
+    del data["hooks"]["PreToolUse"]
+    with open(settings, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    red = _red(root, "hook_wiring")
+    assert "PreToolUse does not run memhealth" in red["detail"]
+    assert commands_in(red["fix"]) == ["memhealth init"]
+    run_fix(root, "memhealth init")
+    assert check(root, "hook_wiring")["status"] == "green"
+
+
+def _recorded_transcript(root, name: str) -> str:
+    """A session recorded with the real CLI (tests/fixtures/transcripts/witness/witness-NAME.jsonl),
+    its timestamps moved to the last minutes, in a transcript directory of its own."""
+    from datetime import UTC, datetime
+
+    from tests.conftest import FIXTURES
+
+    with open(os.path.join(FIXTURES, "transcripts", "witness", f"witness-{name}.jsonl"), encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh if line.strip()]
+    stamps = [datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")) for r in records if r.get("timestamp")]
+    shift = datetime.now(UTC) - min(stamps)  # the session starts now, after the store
+    for r in records:
+        if r.get("timestamp"):
+            moved = datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")) + shift
+            r["timestamp"] = moved.isoformat().replace("+00:00", "Z")
+    sid = next(r["sessionId"] for r in records if r.get("sessionId"))
+    folder = os.path.join(str(root), "..", "transcripts")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.abspath(os.path.join(folder, f"{sid}.jsonl"))
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in records)
+    old = time.time() - 120  # the session is over: its last events are judged
+    os.utime(path, (old, old))
+    return path
+
+
+def _replay_hooks(root, name: str, sid: str, path: str) -> None:
+    """Run memhealth's hooks for the events of a recorded session that memhealth recorded
+    then (its rows file), with the ids Claude Code gave them."""
+    from tests.conftest import FIXTURES
+
+    with open(os.path.join(FIXTURES, "transcripts", "witness", f"witness-{name}.rows.json"), encoding="utf-8") as fh:
+        rows_ = json.load(fh)["heartbeats"]
+    events = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "post-tool": "PostToolUse",
+              "pre-tool": "PreToolUse", "stop": "Stop", "session-end": "SessionEnd"}
+    for row in rows_:
+        fields = {"session_id": sid, "transcript_path": path}
+        if row["hook"] == "prompt":
+            fields.update(prompt="read the api three times", prompt_id=row["event_ref"])
+        elif row["hook"] in ("pre-tool", "post-tool"):
+            fields.update(tool_name="Read", tool_input={"file_path": os.path.join(str(root), "README.md")},
+                          tool_use_id=row["event_ref"])
+        elif row["hook"] == "session-start":
+            fields.update(source="startup")
+        run = run_hook(row["hook"], payload(events[row["hook"]], root, **fields), str(root))
+        assert run.returncode == 0, run.stderr
+
+
+@scenario("hook_witness")
+def pre_tool_command_exits_1(root):
+    path = _recorded_transcript(root, "boom")
+    sid = os.path.basename(path)[:-len(".jsonl")]
+    # every hook of the recorded session ran as it did then, PreToolUse's excepted: its
+    # command exited 1 before memhealth ran
+    _replay_hooks(root, "boom", sid, path)
+    red = _red(root, "hook_witness")
+    assert "PreToolUse hook failed 3 time(s)" in red["detail"] and "stderr: boom" in red["detail"], red
+    assert commands_in(red["fix"]) == ["memhealth init", "memhealth gate --ack hook_witness"], red["fix"]
+    for command in commands_in(red["fix"]):
+        run_fix(root, command)
+    assert check(root, "hook_witness")["status"] == "green"
+    assert rows(root, "SELECT count(*) FROM meta WHERE key = 'gate.ack.hook_witness'") == [(1,)]
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 ALL = [fn for fns in SCENARIOS.values() for fn in fns]

@@ -21,13 +21,16 @@ from memory_core.store.tx import write
 
 
 def start(conn, hook: str, session_id: str | None = None, trace_id: str | None = None,
-                    started_ns: int | None = None) -> int:
-    """Write the "started" row before any work; return its id. Raises StoreError."""
+                    started_ns: int | None = None, event_ref: str | None = None) -> int:
+    """Write the "started" row before any work; return its id. Raises StoreError.
+    `event_ref`: the id Claude Code gave the event (tool_use_id, prompt_id), which the
+    transcript witness (probes.witness) matches its tool calls and prompts against."""
     started_ns = started_ns or time.time_ns()
     with write(conn):
         cur = conn.execute(
-            "INSERT INTO heartbeats(hook, session_id, pid, trace_id, started_ns) VALUES (?,?,?,?,?)",
-            (hook, session_id, os.getpid(), trace_id, started_ns))
+            "INSERT INTO heartbeats(hook, session_id, pid, trace_id, started_ns, event_ref) "
+            "VALUES (?,?,?,?,?,?)",
+            (hook, session_id, os.getpid(), trace_id, started_ns, event_ref))
         return cur.lastrowid
 
 

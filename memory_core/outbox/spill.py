@@ -238,9 +238,12 @@ def _apply_spilled(conn, rec: dict) -> None:
                 return  # already completed
         if _exists(conn, rec):
             return
+        ref = rec.get("event_ref")
         cur = conn.execute(
-            "INSERT INTO heartbeats(hook, session_id, pid, trace_id, started_ns) VALUES (?,?,?,?,?)",
-            (rec["hook"], rec.get("session_id"), rec.get("pid"), rec.get("trace_id"), rec["started_ns"]))
+            "INSERT INTO heartbeats(hook, session_id, pid, trace_id, started_ns, event_ref) "
+            "VALUES (?,?,?,?,?,?)",
+            (rec["hook"], rec.get("session_id"), rec.get("pid"), rec.get("trace_id"), rec["started_ns"],
+             ref if isinstance(ref, str) else None))
         complete_row(conn, cur.lastrowid, rec["hook"], rec["started_ns"], rec["ended_ns"],
                      rec["outcome"], rec.get("reason"), detail)
     elif kind == "decision":

@@ -419,6 +419,43 @@ CREATE TRIGGER chunk_vectors_count_ad AFTER DELETE ON chunk_vectors BEGIN
     UPDATE vector_counts SET n = n - 1 WHERE name = 'chunk_vectors';
 END;
 """),
+    # -- the transcript as a witness (probes.witness) -----------------------------------------
+    (7, "the transcript as a witness: the id of the event a hook ran for, findings, offsets", """
+-- the id Claude Code gave the event a hook ran for: tool_use_id (pre-tool, post-tool),
+-- prompt_id (prompt); NULL for other events and for rows written before this migration
+ALTER TABLE heartbeats ADD COLUMN event_ref TEXT;
+CREATE INDEX heartbeats_by_event_ref ON heartbeats(event_ref) WHERE event_ref IS NOT NULL;
+-- what a session's transcript showed that no heartbeat recorded (probes.witness): an event
+-- that fired whose memhealth hook failed before it ran (kind 'failed', with the exit code
+-- and stderr Claude Code kept) or never ran at all (kind 'not_run'); one row per session,
+-- event, kind and failure per reconciliation
+CREATE TABLE witness_findings (
+    id          INTEGER PRIMARY KEY,
+    ts_ns       INTEGER NOT NULL,      -- when the witness recorded it
+    session_id  TEXT,
+    event       TEXT NOT NULL,         -- Claude Code's name: PreToolUse, UserPromptSubmit, ...
+    kind        TEXT NOT NULL,         -- failed | not_run
+    n           INTEGER NOT NULL,      -- how many events of this session
+    exit_code   INTEGER,
+    stderr      TEXT,                  -- the first line Claude Code kept, clipped
+    first_ns    INTEGER,               -- transcript timestamps of the first and last event
+    last_ns     INTEGER,
+    transcript  TEXT,
+    detail      TEXT                   -- tool names, the command that failed
+);
+CREATE INDEX witness_findings_by_ts ON witness_findings(ts_ns);
+-- how far the witness has read each transcript (complete lines only, as the transcripts
+-- ingester's watermark), and the events still waiting for their hook's row
+CREATE TABLE witness_marks (
+    path        TEXT PRIMARY KEY,
+    ino         INTEGER,
+    head        TEXT,
+    offset      INTEGER NOT NULL,
+    state       TEXT,
+    updated_ns  INTEGER NOT NULL
+) WITHOUT ROWID;
+"""),
+    # -- end of the transcript witness ------------------------------------------------------
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -131,6 +131,13 @@ GATE_CASES = {
     "telemetry_pipeline": ("warning", "telemetry", 15,
                            "an exporter ran before and the oldest span in the outbox is older "
                            "than the export lag budget"),
+    # -- hooks that do not run (probes.wiring, probes.witness)
+    "hook_wiring": ("warning", "hooks", 15,
+                    "an event memhealth needs is in no settings file Claude Code reads, runs "
+                    "another command, matches too few tools, or hooks are disabled"),
+    "hook_witness": ("warning", "hooks", 15,
+                     "a session's transcript shows events whose memhealth hook failed before it "
+                     "ran or never ran"),
 }
 
 
