@@ -98,6 +98,9 @@ JSON_FIELDS: dict[str, dict[str, str]] = {
                "gate": "gate runs by verdict", "alerts": "alert decisions", "degradations": "by component",
                "telemetry": "export lag and backlog",
                "witness": "transcript witness findings by day, event and kind",
+               "session_cost": "what memory cost each session: context characters and estimated "
+                               "tokens by block kind, hook wall time, tool calls delayed, capture "
+                               "and triage counts",
                "schedule": "report --ablation: the ablation schedule",
                "history": "report --ablation: the schedules registered before",
                "arms": "report --ablation: per arm, the outcomes compared"},

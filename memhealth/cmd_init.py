@@ -21,6 +21,13 @@ def register(sub):
                    help="directory to set up (default: the current directory)")
     p.add_argument("--settings", choices=["local", "shared"], default="local",
                    help="local = .claude/settings.local.json (default), shared = .claude/settings.json")
+    p.add_argument("--transport", choices=["command", "http"], default=None,
+                   help="command = a process per hook event (the default for a new project); http = UserPromptSubmit, "
+                        "PreToolUse, PostToolUse and Stop are POSTed to `memhealth serve` at "
+                        "[serve] listen with the project's secret (local settings only; serve must "
+                        "run: `memhealth serve --detach`, or [serve] hook_autostart = true). "
+                        "`--transport command` goes back; without the option, init keeps the "
+                        "transport the settings already use")
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     p.add_argument("--no-templates", dest="templates", action="store_false",
                    help="do not install the convention files (MEMORY.md with its resume anchor, "
@@ -57,7 +64,7 @@ def run(args) -> int:
         return 0
 
     actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run,
-                           templates=args.templates)
+                           templates=args.templates, transport=args.transport)
     changes = [a for a in actions if not a.startswith(NOTE)]
     if not changes:
         print("memhealth init: already set up; nothing changed")
@@ -65,4 +72,7 @@ def run(args) -> int:
         print(line if line.startswith(NOTE) or not args.dry_run else dry_run_line(line))
     if changes and not args.dry_run:
         print("next: `memhealth ingest` to index docs, memory files and history, then `memhealth gate`")
+    if args.transport == "http" and not args.dry_run:
+        print("the HTTP transport needs `memhealth serve` running for this project: "
+              "`memhealth serve --detach` (or [serve] hook_autostart = true: SessionStart starts it)")
     return 0

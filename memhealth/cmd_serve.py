@@ -29,7 +29,11 @@ def register(sub):
                     "registry); each project's gate and export run on their own thread (at most 4 "
                     "at once each), so a hung project never holds up another's. "
                     "Server settings (listen, intervals) come from MEMHEALTH_SERVE_* or the "
-                    "defaults; each project's gate and exporter use its own config.")
+                    "defaults; each project's gate and exporter use its own config. "
+                    # -- the HTTP hook transport
+                    "For one project, POST /memhealth/hook/<event> runs Claude Code's hook events "
+                    "when `memhealth init --transport http` wired them here (each request carries "
+                    "the project's secret, .memhealth/hook-secret; without it: 401).")
     add_project_option(p)
     p.add_argument("--all", dest="all_projects", action="store_true",
                    help="serve every registered project on one port (`memhealth init` registers; "
@@ -47,6 +51,10 @@ def register(sub):
                         "from FILE (mode 0600; default: serve.token_file)")
     p.add_argument("--no-probes", action="store_true", help="do not run the gate on a schedule")
     p.add_argument("--no-export", action="store_true", help="do not run the OTLP exporter")
+    # -- the HTTP hook transport
+    p.add_argument("--detach", action="store_true",
+                   help="start serve in the background (its own session; output in .memhealth/serve.log, "
+                        "pid in .memhealth/serve.pid), wait until its hook endpoint answers, and exit")
     p.set_defaults(func=run)
     return p
 
@@ -65,8 +73,17 @@ def run(args) -> int:
     guard = _guard(args, cfg)
     host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote,
                               secured=guard.secured)
+    if args.detach:  # -- the HTTP hook transport: serve in the background
+        if guard.tls or guard.token_required:
+            raise UsageError("serve --detach serves the HTTP hook transport, which Claude Code reaches "
+                             "on loopback without a token: drop --tls-cert/--tls-key/--token-file")
+        return _detach(args, project, host, port)
+    from memhealth.hook_server import HookRunner
+    from telemetry.hook_endpoint import HookEndpoint
+
     app = Serve(project, cfg, host, port, probe=None if args.no_probes else "default",
-                export=not args.no_export, guard=guard)
+                export=not args.no_export, hooks=HookEndpoint(project, HookRunner(project)),
+                guard=guard)
     try:
         app.start()
     except OSError as exc:
@@ -90,6 +107,25 @@ def _secured_note(guard) -> str:
     if not guard.token_required:
         return ""
     return " (every request needs the bearer token)"
+
+
+def _detach(args, project, host: str, port: int) -> int:
+    """serve --detach: start it in the background and wait until its hook endpoint answers."""
+    from memhealth.errors import MemhealthError
+    from memhealth.hook_server import start_detached
+
+    if port == 0:
+        raise MemhealthError("serve --detach needs a fixed port (the hook settings name it), not 0")
+    shown = f"[{host}]" if ":" in host else host
+    flags = [flag for flag, on in (("--no-probes", args.no_probes), ("--no-export", args.no_export),
+                                   ("--allow-remote", args.allow_remote)) if on]
+    pid, state, detail = start_detached(project, f"{shown}:{port}", extra=flags)
+    if state != "ok":
+        raise MemhealthError(f"serve --detach: pid {pid} did not answer at http://{shown}:{port} ({state}: "
+                             f"{detail}); see {project.state_dir}/serve.log")
+    print(f"memhealth serve: started in the background (pid {pid}) on http://{shown}:{port} for "
+          f"{project.root}; log {project.state_dir}/serve.log", flush=True)
+    return 0
 
 
 def _multi(args):

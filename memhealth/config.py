@@ -117,6 +117,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "tls_key": ("str", "", None, "the certificate's PEM private key"),
         "token_file": ("str", "", None, "file holding the bearer token every request must send "
                        "(mode 0600); \"\" = no token (loopback only)"),
+        # -- the HTTP hook transport (`memhealth init --transport http`)
+        "hook_autostart": ("bool", False, None,
+                           "with the HTTP hook transport: SessionStart starts `memhealth serve` "
+                           "(detached) when nothing answers where the settings point"),
     },
     "alerts": {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),

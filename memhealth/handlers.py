@@ -33,14 +33,23 @@ def session_start(ctx) -> str | None:
         capture_worker.resume(ctx)
     except Exception as exc:
         ctx.problem("capture", f"{type(exc).__name__}: {exc}")
+    try:
+        autostart_serve(ctx)
+    except Exception as exc:  # noqa: BLE001 - the gate still names a dead transport
+        ctx.problem("transport", f"{type(exc).__name__}: {exc}")
     source = ctx.payload.get("source")
     body = session_render(ctx.conn, source if isinstance(source, str) else None)
-    pinned = session_start_cues(ctx)
+    pinned, cued = session_start_cues(ctx)
     # pinned items before the summary: the 10,000-character cap clips the end, never a pinned
     # item; novelty still compares the summary alone (the pinned block is the same by design)
-    memory = "\n".join(part for part in (pinned, body) if part)
+
+    def compose(head: list[str]) -> str:
+        parts = [ctx.part("verdict", "\n".join(line for line in head if line)), ctx.part("pinned", pinned),
+                 ctx.part("cue", cued), ctx.part("summary", body)]
+        return "\n".join(p for p in parts if p)
+
     if ctx.cfg["gate"]["mode"] != "on":
-        return memory
+        return compose([])
     from probes import gate, heartbeats, novelty
     from probes.evidence import Evidence
 
@@ -66,7 +75,8 @@ def session_start(ctx) -> str | None:
             with write(ctx.conn):
                 set_meta(ctx.conn, OPERATOR_NOTES_SHOWN, notes_key)
         if operator:
-            ctx.notice = "\n".join(["memhealth (for you; Claude does not see this):",
+            ctx.notice = "\n".join([*([ctx.notice] if ctx.notice else []),
+                                    "memhealth (for you; Claude does not see this):",
                                     *(line.strip() for line in operator)])
         # what the next gate compares: this render beside its inputs, and this transcript's size
         novelty.record_render(ctx.conn, ctx.session_id, body, novelty.inputs_signature(ctx.conn), now_ns)
@@ -76,7 +86,44 @@ def session_start(ctx) -> str | None:
     except Exception as exc:  # the gate must never cost the session its context
         ctx.problem(getattr(exc, "reason", "gate"), f"{type(exc).__name__}: {exc}")  # db_locked, not "gate"
         head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
-    return "\n".join(line for line in (*head, memory) if line)
+    return compose(head)
+
+
+# -- the HTTP hook transport: SessionStart starts serve when the person asked for that --------
+AUTOSTART_WAIT_S = 5.0
+
+
+def autostart_serve(ctx) -> str | None:
+    """With the HTTP transport wired and [serve] hook_autostart on, start `memhealth serve`
+    (detached) when nothing answers where the settings point, before the gate looks; returns
+    what happened (recorded as a span attribute), or None when there was nothing to do. The
+    gate's hook_transport check then says whether it answers."""
+    if not ctx.cfg["serve"]["hook_autostart"]:
+        return None
+    import os
+    import time
+
+    from probes.transport import http_wiring, ping
+
+    base = os.path.join(ctx.project.root, ".claude")
+    wired = http_wiring([os.path.join(base, "settings.json"), os.path.join(base, "settings.local.json")])
+    if not wired:
+        return None
+    hook = wired[0]
+    state, _detail = ping(hook.base, hook.authorization, timeout_s=0.5)
+    if state != "unreachable":
+        return None  # it answers (or something else holds the port: the gate says which)
+    from memhealth.hook_server import start_detached
+
+    t0 = time.monotonic()
+    pid, state, detail = start_detached(ctx.project, hook.listen, wait_s=AUTOSTART_WAIT_S)
+    said = f"started pid {pid}: {state}" + ("" if state == "ok" else f" ({detail})")
+    ctx.root.update({"memhealth.transport.autostart": said,
+                     "memhealth.transport.autostart_ms": round((time.monotonic() - t0) * 1000, 1)})
+    if state == "ok":
+        ctx.notice = (ctx.notice + "\n" if ctx.notice else "") + \
+            f"memhealth: started `memhealth serve` for the HTTP hooks (pid {pid}, {hook.base})"
+    return said
 
 
 def prompt(ctx) -> str | None:
@@ -126,10 +173,10 @@ def prompt(ctx) -> str | None:
     return result.text
 
 
-def session_start_cues(ctx) -> str | None:
+def session_start_cues(ctx) -> tuple[str | None, str | None]:
     """Deliver every pinned item (and `on: session-start` / `on: compact` cues) within the
     pinned budget, naming what does not fit; a clear or compact source starts a new epoch.
-    A failure here costs the pinned block, never the verdict."""
+    Returns (pinned block, cued block). A failure here costs them, never the verdict."""
     from memory_core.delivery import cues
 
     source = ctx.payload.get("source")
@@ -152,8 +199,8 @@ def session_start_cues(ctx) -> str | None:
         ev.write(extra=lambda conn: cues.retain(conn, ev.now_ns))
     except Exception as exc:  # noqa: BLE001 - the verdict must still print
         ctx.problem("cues", f"{type(exc).__name__}: {exc}")
-        return None
-    return "\n".join(t for t in (text, more) if t) or None
+        return None, None
+    return text or None, more or None
 
 
 def _tool(ctx) -> str:
@@ -252,7 +299,7 @@ def prompt_and_cues(ctx) -> str | None:
     except Exception as exc:  # noqa: BLE001 - the cascade's output must still reach Claude
         ctx.problem("cues", f"{type(exc).__name__}: {exc}")
         cued = None
-    return "\n\n".join(t for t in (text, cued) if t) or None
+    return "\n\n".join(t for t in (ctx.part("recall", text), ctx.part("cue", cued)) if t) or None
 
 
 def pre_compact(ctx) -> str | None:

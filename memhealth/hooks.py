@@ -44,9 +44,10 @@ class HookContext:
     """What a handler gets: the parsed payload, project, config, store, trace, outputs."""
 
     __slots__ = ("event", "payload", "project", "cfg", "conn", "trace", "root", "decisions",
-                 "session_id", "started_ns", "problems", "notice")
+                 "session_id", "started_ns", "problems", "notice", "parts", "transport")
 
-    def __init__(self, event, payload, project, cfg, conn, trace, root, session_id, started_ns):
+    def __init__(self, event, payload, project, cfg, conn, trace, root, session_id, started_ns,
+                 transport: str = "command"):
         self.event = event
         self.payload = payload
         self.project = project
@@ -59,10 +60,19 @@ class HookContext:
         self.started_ns = started_ns
         self.problems: list[tuple[str, str]] = []  # (reason, detail): recorded, not raised
         self.notice: str | None = None  # for the person (systemMessage), never the model
+        self.parts: list[tuple[str, str]] = []  # (kind, text) in emission order: the session cost
+        self.transport = transport  # "command" (a process per event) or "http" (memhealth serve)
 
     def problem(self, reason: str, detail: str) -> None:
         """Note a degradation that makes the invocation an error without stopping it."""
         self.problems.append((reason, detail))
+
+    def part(self, kind: str, text: str | None) -> str | None:
+        """Tag a block of the output with its kind (memory_core.outbox.costs.KINDS), in the
+        order it is emitted; returns `text`, so a handler tags where it composes."""
+        if text:
+            self.parts.append((kind, text))
+        return text
 
 
 class Invalid(MemhealthError):
@@ -156,24 +166,36 @@ def neutralize(text: str) -> str:
     return counted(text)[0]
 
 
-def emit(event: str, text: str, notice: str | None = None) -> dict[str, int]:
-    """Write the context JSON to fd 1; a closed pipe raises BrokenPipeError to the caller.
-    `notice` goes to `systemMessage`: shown to the user, not the model (Claude Code's hooks documentation).
-    Returns what was neutralized, {kind: count}."""
-    from memhealth.neutralize import neutralize as counted
-    from memory_core.text import clean, clip
-
-    text, found = counted(clean(text))
-    text = clip(text, MAX_CONTEXT_CHARS)
-    body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
-    if notice:
-        body["systemMessage"] = clip(notice, MAX_CONTEXT_CHARS)
-    data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
+def write_stdout(data: bytes) -> None:
+    """The command transport's output: all of `data` to fd 1 (a closed pipe raises)."""
     view = memoryview(data)
     while view:
         written = os.write(1, view)
         view = view[written:]
-    return found
+
+
+def emit(event: str, text: str, notice: str | None = None, out=None, found: dict | None = None) -> int:
+    """Write the context JSON through `out` (default fd 1; the HTTP transport passes its
+    response writer); a closed reader raises OSError to the caller. Returns the characters
+    of context emitted. `notice` goes to `systemMessage`: shown to the user, not the model
+    (Claude Code's hooks reference). `found`, when given, receives what was neutralized
+    (memhealth/neutralize.py), {kind: count}."""
+    from memhealth.neutralize import neutralize as counted
+    from memory_core.text import clean, clip
+
+    text, neutral = counted(clean(text))
+    if found is not None:
+        found.update(neutral)
+    text = clip(text, MAX_CONTEXT_CHARS)
+    body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
+    if notice:
+        body["systemMessage"] = clip(notice, MAX_CONTEXT_CHARS)
+    (out or write_stdout)((json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8"))
+    return len(text)
+
+
+# The kind a handler's untagged output is charged to (HookContext.part tags the rest).
+DEFAULT_KIND = {"session-start": "summary", "prompt": "recall", "pre-tool": "cue", "post-tool": "cue"}
 
 
 def _count_neutralized(conn, found: dict[str, int], span) -> None:
@@ -241,8 +263,23 @@ def _error_decision(hook: str, payload: dict, session_id, trace_id: str, reason:
             "detail": {"reason": reason}}
 
 
+def serve_event(event: str, raw: bytes, project, conn, out, truncated: bool = False) -> None:
+    """Run one hook event that arrived over HTTP (`memhealth serve`): the same contract by
+    the same code as `memhealth hook EVENT`, on serve's open connection, with the context
+    written through `out`. Never raises."""
+    started_ns = time.time_ns()
+    trace_id = os.urandom(16).hex()
+    try:
+        _run(event, started_ns, raw, trace_id, project=project, conn=conn, out=out,
+             transport="http", truncated=truncated)
+    except BaseException as exc:  # noqa: BLE001 - as run(): a hook never raises
+        _say(f"memhealth serve: hook {event}: internal error: {type(exc).__name__}: {exc}")
+
+
 def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
-         journaled: tuple[str, int] | None = None, timed_out: bool = False) -> None:
+         journaled: tuple[str, int] | None = None, timed_out: bool = False, *,
+         project=None, conn=None, out=None, transport: str = "command",
+         truncated: bool = False) -> None:
     from memhealth.config import defaults, load
     from memhealth.project import Project
     from memory_core.outbox import journal
@@ -253,14 +290,17 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         invalid = Invalid("stdin_timeout", f"stdin stayed open {STDIN_DEADLINE_S:g} s without EOF "
                           f"({len(raw)} bytes read" + ("" if invalid is None else f"; {invalid}") + ")",
                           fatal=invalid is not None and invalid.fatal)
+    if truncated and invalid is None:
+        invalid = Invalid("oversized", f"the request body was cut at {MAX_STDIN_BYTES} bytes")
     if event not in EVENTS:
         invalid = Invalid("unknown_event", f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
     cwd = _str(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     hook = event if event in EVENTS else "unknown"
-    try:
-        project = Project.find(cwd)
-    except (ProjectNotFound, OSError):
-        project = None  # not a memhealth project: a silent no-op, by design
+    if project is None:  # serve passes its own project: the secret said which one
+        try:
+            project = Project.find(cwd)
+        except (ProjectNotFound, OSError):
+            project = None  # not a memhealth project: a silent no-op, by design
     if journaled is not None and (project is None or project.state_dir != journaled[0]):
         journal.ended(journaled[0], trace_id)  # the line belongs to no invocation there
         journaled = None
@@ -287,11 +327,14 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
                   "trace_id": trace.trace_id, "started_ns": started_ns, "event_ref": event_ref}
 
     # 1. the heartbeat row, before any work (the journal line already stands for it)
-    conn = hb_id = None
+    hb_id = None
     try:
-        from memory_core.store.db import connect
+        if conn is None:
+            from memory_core.store.db import connect
 
-        conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
+            conn = connect(project.db_path, busy_timeout_s=cfg["hooks"]["busy_timeout_s"])
+        else:  # serve's long-lived connection: this event's own lock budget, as a process has
+            conn.execute(f"PRAGMA busy_timeout = {int(cfg['hooks']['busy_timeout_s'] * 1000)}")
         from memory_core.store.tx import one_lock_wait
 
         one_lock_wait(conn)  # a held lock costs this hook one busy_timeout, not one per write
@@ -305,7 +348,7 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
             try:
                 from probes.gate import store_failure
 
-                emit(hook, store_failure(exc).text())
+                emit(hook, store_failure(exc).text(), out=out)
             except OSError as out_exc:
                 problem = f"; and stdout: {out_exc}"
         where = spill.append(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
@@ -319,26 +362,34 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
 
     # 2. the work
     outcome, reason, detail = "ok", None, None
-    ctx = None
+    ctx = blocks = None
     problem = invalid or config_error
     root = trace.span(f"memhealth.hook {hook}", kind="internal")
-    root.update({"memhealth.hook": hook, "session.id": session_id or ""})
+    root.update({"memhealth.hook": hook, "session.id": session_id or "",
+                 "memhealth.hook.transport": transport})
     prompt_id = _str(payload, "prompt_id")
     if prompt_id:
         root.set("prompt.id", prompt_id[:200])
     try:
         if invalid is not None and invalid.fatal:
             raise invalid
-        ctx = HookContext(hook, payload, project, cfg, conn, trace, root, session_id, started_ns)
+        ctx = HookContext(hook, payload, project, cfg, conn, trace, root, session_id, started_ns,
+                          transport)
         from memhealth import handlers
 
         text = handlers.HANDLERS[hook](ctx)
         if (text or ctx.notice) and hook in CONTEXT_EVENTS:
+            found: dict[str, int] = {}
             try:
-                found = emit(hook, text or "", ctx.notice)
+                emitted = emit(hook, text or "", ctx.notice, out, found)
             except OSError as exc:  # BrokenPipeError and friends: the reader went away
-                found = None
-                ctx.problem("stdout_closed", f"could not write context to stdout: {exc.strerror or exc}")
+                ctx.problem("stdout_closed", f"could not write context to {'the HTTP response' if out else 'stdout'}: "
+                            f"{exc.strerror or exc}")
+            else:
+                if emitted:
+                    from memory_core.outbox import costs
+
+                    blocks = costs.attribute(ctx.parts or [(DEFAULT_KIND[hook], text or "")], emitted)
             if found:
                 _count_neutralized(conn, found, root)
         if ctx.problems:
@@ -354,13 +405,17 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         root.fail(detail or reason or "error", reason)
     root.end()
 
-    # 3+4. spans, decisions and the completed heartbeat, in one transaction
+    # 3+4. spans, decisions, the context's cost and the completed heartbeat, in one transaction
     decisions = ctx.decisions if ctx is not None else []
     if hook == "prompt" and not decisions:
         decisions = [_error_decision(hook, payload, session_id, trace_id, reason or "error")]
+    extra = None
+    if blocks:
+        def extra(c, _blocks=blocks):
+            costs.record(c, hook, session_id, trace_id, _blocks, time.time_ns())
     try:
         heartbeat.finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
-                         trace=trace, decisions=decisions)
+                         trace=trace, decisions=decisions, extra=extra)
     except MemoryCoreError as exc:
         where = spill.append(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
                                                   "outcome": outcome if outcome != "ok" else "error",

@@ -37,6 +37,14 @@ WIRING = (
     ("Stop", "stop", None, 5, None),
     ("SessionEnd", "session-end", None, 5, None),
 )
+# -- the HTTP transport (`memhealth init --transport http`) ---------------------------------
+# Events Claude Code POSTs to `memhealth serve` instead of starting a process: the per-event
+# hooks on the turn's path. SessionStart stays a command (CLI 2.1.332 does not call a
+# SessionStart http entry in a -p session, and it must check that serve answers), and so do
+# PreCompact and SessionEnd (the re-arm and the capture hand-off must run with serve down).
+HTTP_EVENTS = ("prompt", "pre-tool", "post-tool", "stop")
+HOOK_PATH = "/memhealth/hook/"  # telemetry.hook_endpoint.PREFIX
+TRANSPORTS = ("command", "http")
 MARKER = " hook "
 NOTE = "note: "  # an action line that reports, and changes nothing  # our commands are "<launcher> hook <event>"
 
@@ -48,6 +56,9 @@ journal.ndjson*
 store-id
 .config-cache.json
 alerts.ndjson
+hook-secret
+serve.log
+serve.pid
 *.tmp
 """
 
@@ -115,6 +126,42 @@ def _is_ours(command: str, event: str) -> bool:
         and "memhealth" in command
 
 
+def _is_our_handler(handler, event: str) -> bool:
+    """A command entry running `... hook EVENT`, or an http entry POSTing to our EVENT path."""
+    if not isinstance(handler, dict):
+        return False
+    if handler.get("type") == "http":
+        url = handler.get("url")
+        return isinstance(url, str) and url.split("?", 1)[0].endswith(HOOK_PATH + event)
+    return _is_ours(handler.get("command", ""), event)
+
+
+def uses_http(settings: dict) -> bool:
+    """Whether these settings send any of our events over HTTP."""
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    return any(_is_our_handler(handler, event)
+               for groups in (hooks.values() if isinstance(hooks, dict) else ())
+               for group in (groups if isinstance(groups, list) else ()) if isinstance(group, dict)
+               for handler in (group.get("hooks") or []) for event in HTTP_EVENTS
+               if isinstance(handler, dict) and handler.get("type") == "http")
+
+
+def hook_base_url(listen: str) -> str:
+    """http://host:port for `[serve] listen` (an IPv6 host in brackets)."""
+    from telemetry.errors import ListenError
+    from telemetry.serve import parse_listen
+
+    try:
+        host, port = parse_listen(listen)
+    except ListenError as exc:
+        raise SettingsError(f"--transport http: [serve] listen = {listen!r} cannot take hooks ({exc}); "
+                            "hooks go to a loopback address: set [serve] listen, e.g. 127.0.0.1:9464") from None
+    if port == 0:
+        raise SettingsError("--transport http: [serve] listen has port 0; the settings need a fixed port")
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
 def settings_path(root: str, which: str) -> str:
     if which not in ("local", "shared"):
         raise SettingsError(f"--settings must be local or shared, not {which!r}")
@@ -144,15 +191,24 @@ def read_settings(path: str) -> dict:
     return data
 
 
-def merge_hooks(settings: dict, launch: str, timeouts: dict | None = None) -> tuple[dict, list[str]]:
-    """Return (new settings, changes). Never drops or reorders an existing entry."""
+def merge_hooks(settings: dict, launch: str, timeouts: dict | None = None, *,
+                http_base: str | None = None, authorization: str | None = None) -> tuple[dict, list[str]]:
+    """Return (new settings, changes). Never drops or reorders an existing entry. With
+    `http_base`, HTTP_EVENTS are http entries POSTing to it with `authorization`; an entry of
+    ours of the other transport is replaced in place (its group keeps its matcher)."""
     timeouts = timeouts or {}
     merged = json.loads(json.dumps(settings))
     hooks = merged.setdefault("hooks", {})
     changes = []
     for claude_event, event, matcher, timeout, status in WIRING:
         timeout = int(timeouts.get(event, timeout))
-        wanted = {"type": "command", "command": hook_command(event, launch), "timeout": timeout}
+        if http_base is not None and event in HTTP_EVENTS:
+            wanted = {"type": "http", "url": f"{http_base}{HOOK_PATH}{event}", "timeout": timeout,
+                      "headers": {"Authorization": authorization or ""}}
+            target = f"POST {wanted['url']}"
+        else:
+            wanted = {"type": "command", "command": hook_command(event, launch), "timeout": timeout}
+            target = wanted["command"]
         if status:
             wanted["statusMessage"] = status
         groups = hooks.setdefault(claude_event, [])
@@ -161,17 +217,17 @@ def merge_hooks(settings: dict, launch: str, timeouts: dict | None = None) -> tu
             if not isinstance(group, dict):
                 continue
             for i, handler in enumerate(group.get("hooks") or []):
-                if isinstance(handler, dict) and _is_ours(handler.get("command", ""), event):
+                if _is_our_handler(handler, event):
                     found = True
                     if handler != wanted:
                         group["hooks"][i] = wanted
-                        changes.append(f"updated {claude_event} → {wanted['command']} (timeout {timeout}s)")
+                        changes.append(f"updated {claude_event} → {target} (timeout {timeout}s)")
         if not found:
             group = {"hooks": [wanted]}
             if matcher:
                 group = {"matcher": matcher, "hooks": [wanted]}
             groups.append(group)
-            changes.append(f"added {claude_event} → {wanted['command']} (timeout {timeout}s)")
+            changes.append(f"added {claude_event} → {target} (timeout {timeout}s)")
     return merged, changes
 
 
@@ -185,23 +241,49 @@ def _write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 
 def init_project(root: str, settings: str = "local", dry_run: bool = False,
                  launch: str | None = None, timeouts: dict | None = None,
-                 templates: bool = True, register: bool = True) -> list[str]:
+                 templates: bool = True, register: bool = True,
+                 transport: str | None = None) -> list[str]:
     """Set up memhealth in `root`; return the list of actions taken (or that would be).
     Shared settings get the portable launcher (SHARED_LAUNCHER) unless `launch` is given;
     `templates` installs the convention files (memhealth.templates) that do not exist yet;
     `register` lists the project in the per-user registry (the demo's throwaway project is
-    not, so `serve --all` never serves it)."""
+    not, so `serve --all` never serves it). `transport` "http" wires HTTP_EVENTS to
+    `memhealth serve` at `[serve] listen` with the project's secret (local settings only: the
+    secret is per machine, never committed); None keeps the transport the settings already
+    use (a repairing `memhealth init` never switches)."""
     root = os.path.abspath(root)
     if not os.path.isdir(root):
         raise SettingsError(f"{root} is not a directory")
+    if transport is None:
+        transport = "http" if settings == "local" and uses_http(read_settings(settings_path(root, settings))) \
+            else "command"
+    if transport not in TRANSPORTS:
+        raise SettingsError(f"--transport must be command or http, not {transport!r}")
+    if transport == "http" and settings != "local":
+        raise SettingsError("--transport http writes this machine's hook secret into the settings: "
+                            "use --settings local (.claude/settings.local.json, not committed)")
     spath = settings_path(root, settings)
     current = read_settings(spath)  # refuse before writing anything
     if launch is None:
         launch = SHARED_LAUNCHER if settings == "shared" else launcher()
-    merged, hook_changes = merge_hooks(current, launch, timeouts)
+    state = os.path.join(root, STATE_DIR)
+    http_base = authorization = None
+    secret_action = None
+    if transport == "http":
+        from memhealth.config import load
+        from memory_core.store import secret
+
+        listen = load(state if os.path.isdir(state) else None)["serve"]["listen"]
+        http_base = hook_base_url(listen)
+        value = secret.read(state)
+        if value is None:
+            secret_action = f"wrote {secret.path(state)} (mode 0600: the HTTP hooks' secret)"
+            value = "0" * (secret.SECRET_BYTES * 2) if dry_run else None
+        authorization = secret.header(value) if value else None
+    merged, hook_changes = merge_hooks(current, launch, timeouts, http_base=http_base,
+                                       authorization=authorization or "pending")
 
     actions = []
-    state = os.path.join(root, STATE_DIR)
     if not os.path.isdir(state):
         actions.append(f"created {state}/ (mode 0700)")
         if not dry_run:
@@ -245,6 +327,14 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
             if not dry_run:
                 os.makedirs(os.path.dirname(shim), exist_ok=True)
                 _write_atomic(shim, SHIM, 0o755)
+    if secret_action is not None:
+        actions.append(secret_action)
+        if not dry_run:
+            from memory_core.store import secret
+
+            value, _created = secret.ensure(state)
+            merged, hook_changes = merge_hooks(current, launch, timeouts, http_base=http_base,
+                                               authorization=secret.header(value))
     if templates:
         from memhealth.templates import install_templates
 
@@ -256,7 +346,9 @@ def init_project(root: str, settings: str = "local", dry_run: bool = False,
         actions.append(f"wrote {spath}")  # past tense always; `init --dry-run` rewords
         if not dry_run:
             os.makedirs(os.path.dirname(spath), exist_ok=True)
-            _write_atomic(spath, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+            # a file that carries the hook secret is its owner's alone
+            _write_atomic(spath, json.dumps(merged, indent=2, ensure_ascii=False) + "\n",
+                          0o600 if uses_http(merged) else 0o644)
     return actions
 
 

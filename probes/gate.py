@@ -19,7 +19,7 @@ from memory_core.errors import MemoryCoreError, StoreError
 from memory_core.outbox import heartbeat, rollups, spans, spill
 from memory_core.store.db import write
 from memory_core.store.meta import set_meta
-from probes import checks, heartbeats, novelty, wiring, witness
+from probes import checks, heartbeats, novelty, transport, wiring, witness
 from probes.evidence import ACK_PREFIX
 from probes.result import MEMORY, NOTE, OPERATOR, RED, CheckResult
 from telemetry.catalog import EMBEDDING_STATES, GATE_STATUS_VALUES
@@ -35,6 +35,7 @@ CHECKS = (
     ("ingest_freshness", checks.ingest_freshness),
     ("vector_coverage", checks.vector_coverage),
     ("hook_heartbeats", heartbeats.hook_heartbeats),
+    ("hook_transport", transport.hook_transport),
     ("capture_queue", checks.capture_queue),
     ("lineage_freshness", checks.lineage_freshness),
     ("index_integrity", checks.index_integrity),
@@ -55,6 +56,7 @@ CHECKS = (
 # embedding probe's "not configured", the heartbeat check's "failed recently, latest ok").
 AUDIENCE = {
     "ingest_freshness": MEMORY, "vector_coverage": MEMORY, "hook_heartbeats": MEMORY,
+    "hook_transport": MEMORY,
     "capture_queue": MEMORY, "lineage_freshness": MEMORY, "index_integrity": MEMORY,
     "memory_files": MEMORY, "render_novelty": MEMORY, "embedding_path": MEMORY,
     "integrations": OPERATOR, "telemetry_pipeline": OPERATOR, "store": MEMORY,

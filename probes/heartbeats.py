@@ -26,6 +26,7 @@ from memory_core.store.meta import get_meta, set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 
 _OURS = re.compile(r"memhealth.*\bhook\s+([a-z][a-z-]*)\s*$")
+_OURS_URL = re.compile(r"/memhealth/hook/([a-z][a-z-]*)$")  # an http entry to memhealth serve
 SESSIONS_KEY = "gate.sessions"  # meta: the last few SessionStarts and their transcript sizes
 KEEP_SESSIONS = 8
 MAX_TRANSCRIPT_READ = 4 * 1024 * 1024  # bytes of a transcript's growth read per session
@@ -67,6 +68,9 @@ def wired_hooks(paths: list[str]) -> tuple[set[str], dict[str, int], list[str]]:
                 for handler in handlers if isinstance(handlers, list) else ():
                     command = handler.get("command") if isinstance(handler, dict) else None
                     match = _OURS.search(command) if isinstance(command, str) else None
+                    url = handler.get("url") if isinstance(handler, dict) else None
+                    if match is None and isinstance(url, str):  # the HTTP transport (probes.transport)
+                        match = _OURS_URL.search(url)
                     if match:
                         events.add(match.group(1))
                         timeout = handler.get("timeout")

@@ -36,6 +36,13 @@ NEUTRALIZED_KINDS = ("harness_tag", "tool_markup", "instruction")  # memhealth.n
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
                  "SessionEnd")  # the events memhealth is wired to, as Claude Code names them
 WITNESS_KINDS = ("failed", "not_run", "lost")
+# -- session cost and the HTTP hook transport ---------------------------------------------------
+# What a hook put into Claude's context, by block kind (memory_core.outbox.costs.KINDS).
+CONTEXT_KINDS = ("verdict", "pinned", "summary", "recall", "cue")
+CONTEXT_HOOKS = ("session-start", "prompt", "pre-tool", "post-tool")  # hooks.CONTEXT_EVENTS
+# HTTP hook requests `memhealth serve` refused (telemetry.hook_endpoint): no or a wrong
+# project secret, or a request it could not read (no length, a body over the cap).
+HOOK_HTTP_REJECTIONS = ("unauthorized", "bad_request")
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -161,6 +168,23 @@ METRICS: tuple[Metric, ...] = (
            label_values={"same_content": ("true", "false")}),
     Metric("memhealth_compaction_reread_bytes_total", "counter", "By",
            "Bytes of file content read again after a compaction boundary (what compaction cost)."),
+    # -- session cost: what memory put into Claude's context (memory_core.outbox.costs) --------
+    Metric("memhealth_context_blocks_total", "counter", "1",
+           "Blocks of context hooks emitted into Claude's context, by hook and kind.",
+           ("hook", "kind"), label_values={"hook": CONTEXT_HOOKS, "kind": CONTEXT_KINDS}),
+    Metric("memhealth_context_chars_total", "counter", "1",
+           "Characters hooks emitted into Claude's context (after cleaning and the cap), by hook "
+           "and kind.", ("hook", "kind"), label_values={"hook": CONTEXT_HOOKS, "kind": CONTEXT_KINDS}),
+    Metric("memhealth_context_tokens_estimated_total", "counter", "1",
+           "Estimated tokens of that context (characters / 4, rounded up per block: an estimate, "
+           "Claude's tokenizer is not public), by hook and kind.", ("hook", "kind"),
+           label_values={"hook": CONTEXT_HOOKS, "kind": CONTEXT_KINDS}),
+    # -- the HTTP hook transport (telemetry.hook_endpoint) -------------------------------------
+    Metric("memhealth_hook_http_rejected_total", "counter", "1",
+           "HTTP hook requests `memhealth serve` refused, by reason (unauthorized: no or a wrong "
+           "project secret; bad_request: no Content-Length or a body over the cap). Accepted "
+           "requests are hook invocations (memhealth_hook_invocations_total).", ("reason",),
+           label_values={"reason": HOOK_HTTP_REJECTIONS}),
     # The agent's own use of memory (memhealth.mcp_server), beside what the hooks deliver.
     Metric("memhealth_mcp_calls_total", "counter", "1",
            "MCP tool calls the agent made (`memhealth mcp`), by tool and outcome.",

@@ -48,6 +48,12 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              "`project` label", LOOPBACK),
     Endpoint("GET", "/healthz", BOTH, "serve's own state as JSON (not the gate's verdict)", LOOPBACK),
     Endpoint("GET", "/runbook", BOTH, "the runbook every alert's runbook_url points at", LOOPBACK),
+    Endpoint("POST", "/memhealth/hook/prompt", (SERVE,), "a Claude Code HTTP hook: the event's JSON "
+             "payload, answered as the command hook would (heartbeat first, the same output); "
+             "likewise /memhealth/hook/pre-tool, post-tool and stop", "Claude Code with the "
+             "project's hook secret (Authorization: Bearer; 401 and counted otherwise)"),
+    Endpoint("GET", "/memhealth/hook/ping", (SERVE,), "whether this serve takes this project's hooks, "
+             "with serve-side time per event", "the project's hook secret"),
     Endpoint("POST", "/alerts", BOTH, "Alertmanager's webhook: the alert budget decides page, fold, "
              "dedupe or note (under --all, routed by the `project` label); 400 for a malformed "
              "body, 413 for an oversized one, kept in the sink either way", LOOPBACK),

@@ -67,6 +67,8 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
         "telemetry": _telemetry(conn),
         "cues": _cues(conn, since),
         "witness": _witness(conn, since),
+        # -- what memory costs a session (telemetry/session_cost.py)
+        "session_cost": _session_cost(conn, since, now_ns),
     }
 
 
@@ -81,6 +83,12 @@ def _witness(conn, since: int) -> list[dict]:
                 f"SELECT {_day('last_ns')} AS day, event, kind, exit_code, stderr, sum(n), "
                 "count(DISTINCT session_id) FROM witness_findings WHERE last_ns >= ? "
                 "GROUP BY day, event, kind, exit_code, stderr ORDER BY day, event", (since,))]
+
+
+def _session_cost(conn, since: int, until: int) -> dict:
+    from telemetry import session_cost
+
+    return session_cost.build(conn, since, until + 1)
 
 
 def _invocations(conn, since: int) -> dict:
@@ -336,6 +344,10 @@ def render_text(data: dict) -> str:
                   [[r["component"], r["reason"], r["count"], _when(r["last_ns"])] for r in data["degradations"]])
     out += ["", "Alert decisions"]
     out += _table(["route", "decision", "count"], [[r["route"], r["decision"], r["count"]] for r in data["alerts"]])
+    if data.get("session_cost"):  # -- what memory costs a session
+        from telemetry import session_cost
+
+        out += [""] + session_cost.render(data["session_cost"], _table, _when)
     tel = data["telemetry"]
     out += ["", "Telemetry pipeline",
             f"  outbox backlog {tel['outbox_backlog']} span(s); last export {_when(tel['last_export_success_ns'])}"
@@ -365,7 +377,9 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
     arms = {name: {"days": 0, "prompts": 0, "outcomes": {}, "sessions": set(),
                    "blocks": {b: {"fired": 0, "would_have_fired": 0} for b in ABLATION_BLOCKS},
                    "gate": {"runs": 0, "red": 0},
-                   "detect": {"failures": 0, "episodes": 0, "undetected": 0, "hours": []}}
+                   "detect": {"failures": 0, "episodes": 0, "undetected": 0, "hours": []},
+                   "cost": {"context_chars": 0, "context_tokens_est": 0, "hook_ms": 0.0,
+                            "would_inject_chars": 0}}
             for name in ("baseline", "ablated")}
     for day in sched["days"]:
         if day["start_ns"] < hi:
@@ -391,6 +405,11 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
             items = json.loads(detail).get("items") or []
         except (ValueError, AttributeError):
             continue
+        if outcome == "suppressed_ablation":  # what the injection-off arm kept out of the context
+            try:
+                arm["cost"]["would_inject_chars"] += int(json.loads(detail).get("would_inject_chars") or 0)
+            except (ValueError, AttributeError, TypeError):
+                pass
         key = "fired" if outcome == "injected" else "would_have_fired"
         for block in {item.get("block") for item in items if isinstance(item, dict)}:
             if block in ABLATION_BLOCKS:
@@ -422,17 +441,39 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
         arm = arm_of(onset)
         arm["detect"]["episodes"] += 1
         arm["detect"]["hours"].append((red - onset) / 3.6e12)
+    _ablation_cost(conn, lo, hi, arm_of)
     out = {}
     for name, arm in arms.items():
         hours = arm["detect"].pop("hours")
         arm["detect"]["median_hours"] = _pct(hours, 50)
         arm["detect"]["max_hours"] = max(hours) if hours else None
         arm["sessions"] = len(arm["sessions"])
+        arm["cost"]["hook_ms"] = round(arm["cost"]["hook_ms"], 3)
         out[name] = arm
     return {"schedule": {k: sched[k] for k in ("arm", "section", "start_ns", "end_ns", "stopped_ns",
                                                "registered_ns")} | {"days": len(sched["days"])},
             "until_ns": hi, "now": ablation.arm_at(sched, now_ns), "arms": out,
             "history": len(ablation.history(conn)), "caveats": _ablation_caveats(sched, out)}
+
+
+def _ablation_cost(conn, lo: int, hi: int, arm_of) -> None:
+    """What memory cost in each arm: context emitted (context_blocks) and hook wall time; the
+    injection-off arm's saving is the difference, and its would-inject characters."""
+    from memory_core.outbox.costs import estimate_tokens
+
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'context_blocks'").fetchone():
+        for ts, chars in conn.execute("SELECT ts_ns, chars FROM context_blocks WHERE ts_ns >= ? AND ts_ns < ?",
+                                      (lo, hi)):
+            arm = arm_of(ts)
+            if arm is not None:
+                arm["cost"]["context_chars"] += chars
+                arm["cost"]["context_tokens_est"] += estimate_tokens(chars)
+    for ts, ms in conn.execute("SELECT started_ns, (ended_ns - started_ns) / 1e6 FROM heartbeats WHERE hook NOT IN "
+                               "('gate', 'capture') AND ended_ns IS NOT NULL AND started_ns >= ? AND started_ns < ?",
+                               (lo, hi)):
+        arm = arm_of(ts)
+        if arm is not None:
+            arm["cost"]["hook_ms"] += max(0.0, ms)
 
 
 def _ablation_caveats(sched: dict, arms: dict) -> list[str]:
@@ -485,7 +526,14 @@ def render_ablation(data: dict) -> str:
              row("time to detect (median h)",
                  lambda a: a["detect"]["median_hours"]),
              row("time to detect (max h)",
-                 lambda a: a["detect"]["max_hours"])]
+                 lambda a: a["detect"]["max_hours"]),
+             # -- what memory cost in each arm
+             row("context chars emitted", lambda a: a["cost"]["context_chars"]),
+             row("  ~tokens (4 chars each)", lambda a: a["cost"]["context_tokens_est"]),
+             row("  per session", lambda a: round(a["cost"]["context_chars"] / a["sessions"], 1)
+                 if a["sessions"] else None),
+             row("recall kept out (would-inject chars)", lambda a: a["cost"]["would_inject_chars"]),
+             row("hook wall time (s)", lambda a: round(a["cost"]["hook_ms"] / 1000, 3))]
     out += _table(["", *names], rows)
     out += ["", "Caveats"] + [f"  - {c}" for c in data["caveats"]]
     if data["history"]:

@@ -228,11 +228,14 @@ class Serve(ServeThreads):
     when probes/gate.py exists; None disables probing)."""
 
     def __init__(self, project, cfg, host: str = "127.0.0.1", port: int = 9464, *,
-                 probe="default", export: bool = True, environ=None, log=None, guard=None):
+                 probe="default", export: bool = True, environ=None, log=None, hooks=None,
+                 guard=None):
         from telemetry.serve_auth import OPEN
 
         self.guard = guard if guard is not None else OPEN
         self.project = project
+        # -- the HTTP hook transport (telemetry/hook_endpoint.py): a HookEndpoint or None
+        self.hooks = hooks
         self.cfg = cfg
         self.host = host
         self.port = port
@@ -282,6 +285,8 @@ class Serve(ServeThreads):
         self._stop_threads()
         self.collector.close()
         self.intake.close()
+        if self.hooks is not None:  # -- the HTTP hook transport
+            self.hooks.close()
 
     # -- background work ------------------------------------------------------------------
 
@@ -482,6 +487,9 @@ def _handler(app: Serve):
             if not self._admit():
                 return
             path, _, query = self.path.partition("?")
+            if app.hooks is not None and app.hooks.handles(path):  # -- the HTTP hook transport
+                app.hooks.handle(self)
+                return
             if path in CONSOLE_GET:
                 self._console(app.console.get(path, query, self.headers))
             elif path == "/metrics":
@@ -501,6 +509,9 @@ def _handler(app: Serve):
             if not self._admit():
                 return
             path = self.path.split("?", 1)[0]
+            if app.hooks is not None and app.hooks.handles(path):  # -- the HTTP hook transport
+                app.hooks.handle(self)
+                return
             if path in CONSOLE_POST:
                 self._console_post(path)
                 return

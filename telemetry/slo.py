@@ -92,6 +92,10 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("hook_heartbeats", "warning", "15m", "hooks",
               "a wired hook failed or was killed, missed prompts, left rows in the spill file, "
               "or no hooks are wired", ("MemhealthHookHeartbeatMissing",)),
+    # -- the HTTP hook transport: serve down means Claude Code skips those events
+    GateCheck("hook_transport", "warning", "5m", "hooks",
+              "the settings send hook events over HTTP to a memhealth serve that does not "
+              "answer, refuses the project's secret, or serves another project"),
     # days, not minutes: a queue is a backlog of reading, never urgent
     GateCheck("capture_queue", "warning", "2d", "memory",
               "more capture items wait for triage than [gate].capture_queue_max"),

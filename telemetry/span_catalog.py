@@ -85,6 +85,10 @@ SPAN_ATTRIBUTE_LIST: tuple[SpanAttribute, ...] = (
     # -- the hook and the prompt ---------------------------------------------------------------
     _a("memhealth.hook", "string", "the hook of the invocation (session-start, prompt, ...)"),
     _a("memhealth.project.id", "string", "resource: the project's store id"),
+    _a("memhealth.hook.transport", "string", "how the hook was delivered: command, or http to serve"),
+    _a("memhealth.transport.autostart", "string", "SessionStart's start of serve for the HTTP hooks: "
+       "started, running, failed, or off"),
+    _a("memhealth.transport.autostart_ms", "double", "how long that start took"),
     _a("memhealth.prompt.hash", "string", "a hash of the prompt, to join rows without its text"),
     _a("memhealth.prompt.length", "int", "the prompt's length in characters"),
     _a("memhealth.prompt.text", "string", "the prompt itself: only with [injection].capture_content",

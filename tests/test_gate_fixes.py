@@ -634,6 +634,77 @@ def pre_tool_command_exits_1(root):
     assert rows(root, "SELECT count(*) FROM meta WHERE key = 'gate.ack.hook_witness'") == [(1,)]
 
 
+# -- hook_transport: the HTTP hook transport -------------------------------------------------
+
+def _stop_detached(root) -> None:
+    """End the serve a printed FIX started in the background (its pid file), and wait."""
+    import signal
+
+    path = root / ".memhealth" / "serve.pid"
+    if not path.exists():
+        return
+    pid = int(path.read_text())
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+
+
+@scenario("hook_transport")
+def transport_down_is_restarted_where_the_settings_point(root):
+    from tests.hook_serve import HookServe
+
+    hs = HookServe.start(root)
+    assert check(root, "hook_transport")["status"] == "green"
+    hs.kill()  # serve dies as a crash would: Claude Code now skips prompt and tool events
+    red = _red(root, "hook_transport")
+    assert f"http://127.0.0.1:{hs.port}" in red["detail"] and "does not answer" in red["detail"]
+    commands = commands_in(red["fix"])
+    assert commands[0] == f"memhealth serve --detach --project {root} --listen 127.0.0.1:{hs.port}"
+    assert commands[-1] == "memhealth init --transport command"
+    try:
+        run_fix(root, commands[0])
+        assert check(root, "hook_transport")["status"] == "green"
+    finally:
+        _stop_detached(root)
+
+
+@scenario("hook_transport")
+def transport_refusing_the_settings_secret(root):
+    from tests.hook_serve import HookServe
+
+    hs = HookServe.start(root)
+    try:
+        path = root / ".claude" / "settings.local.json"
+        path.write_text(path.read_text().replace(hs.secret, "f" * 64))  # an old secret
+        red = _red(root, "hook_transport")
+        assert "refuses the hook secret" in red["detail"]
+        assert commands_in(red["fix"])[0] == "memhealth init --transport http"
+        run_fix(root, "memhealth init --transport http")
+        assert check(root, "hook_transport")["status"] == "green"
+    finally:
+        hs.kill()
+
+
+@scenario("hook_transport")
+def transport_down_going_back_to_command_hooks(root):
+    from tests.hook_serve import HookServe
+
+    HookServe.start(root).kill()
+    red = _red(root, "hook_transport")
+    run_fix(root, commands_in(red["fix"])[-1])  # memhealth init --transport command
+    result = check(root, "hook_transport")
+    assert (result["status"], result["state"]) == ("green", "command")
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 ALL = [fn for fns in SCENARIOS.values() for fn in fns]

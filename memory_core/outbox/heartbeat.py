@@ -50,13 +50,16 @@ def complete_row(conn, hb_id, hook, started_ns, ended_ns, outcome, reason, detai
 def finish(conn, hb_id: int, hook: str, started_ns: int, outcome: str = "ok",
                      reason: str | None = None, detail: str | None = None,
                      trace: Trace | None = None, decisions: list | None = None,
-                     ended_ns: int | None = None) -> None:
-    """Complete the heartbeat and write the invocation's spans and decisions, atomically."""
+                     ended_ns: int | None = None, extra=None) -> None:
+    """Complete the heartbeat and write the invocation's spans and decisions, atomically;
+    `extra(conn)`, when given, writes more rows in the same transaction."""
     ended_ns = ended_ns or time.time_ns()
     with write(conn):
         complete_row(conn, hb_id, hook, started_ns, ended_ns, outcome, reason, detail)
         for decision in decisions or ():
             insert_decision(conn, decision)
+        if extra is not None:
+            extra(conn)
         if trace is not None:
             trace.write(conn)
 

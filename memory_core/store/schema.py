@@ -456,6 +456,23 @@ CREATE TABLE witness_marks (
 ) WITHOUT ROWID;
 """),
     # -- end of the transcript witness ------------------------------------------------------
+    # -- session cost (what memory costs a session) -------------------------------------------
+    (8, "what memory put into Claude's context: one row per block a hook emitted", """
+-- one row per block of context a hook invocation emitted (the verdict, the pinned items,
+-- the session summary, recalled memory, cue deliveries), in characters as emitted: after
+-- cleaning and the 10,000-character cap. heartbeats.trace_id joins it to the invocation.
+CREATE TABLE context_blocks (
+    id         INTEGER PRIMARY KEY,
+    ts_ns      INTEGER NOT NULL,
+    session_id TEXT,
+    hook       TEXT NOT NULL,
+    trace_id   TEXT,
+    kind       TEXT NOT NULL,          -- verdict | pinned | summary | recall | cue
+    chars      INTEGER NOT NULL
+);
+CREATE INDEX context_blocks_by_session ON context_blocks(session_id, ts_ns);
+CREATE INDEX context_blocks_by_ts ON context_blocks(ts_ns);
+"""),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -106,6 +106,10 @@ GATE_CASES = {
     "hook_heartbeats": ("warning", "hooks", 15,
                         "a wired hook failed or was killed, missed prompts, left rows in the "
                         "spill file, or no hooks are wired"),
+    # -- the HTTP hook transport (expectation written out, not read back from telemetry.slo)
+    "hook_transport": ("warning", "hooks", 5,
+                       "the settings send hook events over HTTP to a memhealth serve that does "
+                       "not answer, refuses the project's secret, or serves another project"),
     "capture_queue": ("warning", "memory", 2880,
                       "more capture items wait for triage than [gate].capture_queue_max"),
     "lineage_freshness": ("warning", "ingest", 30,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -186,6 +187,7 @@ class ScriptedModel:
                 self.end_headers()
 
             def do_POST(self) -> None:
+                arrived = time.monotonic()  # what a tool call cost the client: the gap to the next request
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:
                     body = json.loads(raw)
@@ -200,7 +202,8 @@ class ScriptedModel:
                     content = model._next_reply(body)
                 except Exception as exc:  # a broken script is a test bug: say so to the CLI
                     content = [text(f"scripted model error: {type(exc).__name__}: {exc}")]
-                model._record({"method": "POST", "path": self.path, "body": body, "reply": content})
+                entry = {"method": "POST", "path": self.path, "body": body, "reply": content, "t": arrived}
+                model._record(entry)
                 stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
                 msg_id = f"msg_e2e_{next(_IDS):04d}"
                 name = body.get("model", "claude-scripted")
@@ -211,6 +214,7 @@ class ScriptedModel:
                                             "model": name, "content": content, "stop_reason": stop,
                                             "stop_sequence": None, "usage": usage})
                 self._stream(msg_id, name, content, stop, usage)
+                entry["replied_t"] = time.monotonic()
 
             def _stream(self, msg_id, name, content, stop, usage) -> None:
                 self.send_response(200)

@@ -43,6 +43,7 @@ def build() -> dict:
         options={"reduceOptions": {"calcs": ["lastNotNull"]}})
     _cues(L)
     _capture(L)
+    _cost(L)
     L.add("Agent memory tool calls (MCP)", "timeseries", [target(
         f"sum by (tool, outcome) (increase({m('memhealth_mcp_calls_total')}{{{INST}}}"
         f"[$__rate_interval]))", "{{tool}} {{outcome}}")],
@@ -100,3 +101,37 @@ def _capture(L: Layout) -> None:
     L.add("Capture queues", "timeseries", [target(f"max by (queue) ({depth}{{{INST}}})", "{{queue}}")],
         "triage: candidates waiting for a decision (`memhealth triage`); work: session boundaries "
         "the detached worker has not captured yet (the next session start resumes them).")
+
+
+# -- what memory costs a session (memory_core.outbox.costs, telemetry.session_cost) ---------------
+
+def _cost(L: Layout) -> None:
+    """The context memory puts in front of Claude, and the time its hooks add to a session."""
+    chars, tokens = m("memhealth_context_chars_total"), m("memhealth_context_tokens_estimated_total")
+    inv, dur = m("memhealth_hook_invocations_total"), m("memhealth_hook_duration_seconds_sum")
+    L.add("What memory cost: context put into Claude's context per hour, by kind", "timeseries", [target(
+        f"sum by (kind) (increase({chars}{{{INST}}}[1h]))", "{{kind}}")],
+        "Characters hooks emitted into Claude's context (after cleaning and the 10,000-character cap): "
+        "the verdict, pinned items, the session summary, recalled memory, cue deliveries. Every one "
+        "of them is paid for in the context window of every later turn of the session.",
+        defaults={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 40}})
+    L.add("Estimated tokens per session (dashboard range)", "stat", [target(
+        f"sum(increase({tokens}{{{INST}}}[$__range]))\n"
+        f'/ (sum(increase({inv}{{{INST},hook="session-start"}}[$__range])) > 0)', "~tokens per session",
+        instant=True)],
+        "Context tokens per session start, estimated at 4 characters per token (Claude's tokenizer is "
+        "not public; `memhealth report` gives the exact characters).", w=6,
+        options={"reduceOptions": {"calcs": ["lastNotNull"]}})
+    L.add("Hook time per tool call", "stat", [target(
+        f'sum(increase({dur}{{{INST},hook=~"pre-tool|post-tool"}}[$__range]))\n'
+        f'/ (sum(increase({inv}{{{INST},hook="pre-tool"}}[$__range])) > 0)', "per tool call",
+        instant=True)],
+        "PreToolUse + PostToolUse wall time inside the hooks per tool call. A command hook's process "
+        "start (~30-60 ms) comes on top; the HTTP transport (`memhealth init --transport http`) "
+        "removes it.", w=6, unit="s", options={"reduceOptions": {"calcs": ["lastNotNull"]}})
+    rej = m("memhealth_hook_http_rejected_total")
+    L.add("HTTP hook requests refused", "timeseries", [target(
+        f"sum by (reason) (increase({rej}{{{INST}}}[1h]))", "{{reason}}")],
+        "Requests to serve's hook endpoint without the project's secret (unauthorized) or unreadable "
+        "(bad_request). Anything here is a local process calling the endpoint, or settings with an "
+        "old secret (`memhealth init --transport http` rewrites it).", w=24, h=6)
