@@ -168,3 +168,13 @@ def http_errors():
     import http.client
 
     return http.client.HTTPException
+
+
+def test_serve_detach_refuses_tls_and_token_flags_with_one_line(project, tmp_path, tls):
+    _, cert, key = tls
+    token = write_secret(tmp_path / "token", TOKEN)
+    proc = run_cli("serve", "--project", str(project), "--listen", "127.0.0.1:19464", "--detach",
+                   "--tls-cert", cert, "--tls-key", key, "--token-file", token, timeout=30)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert "--detach" in line and "--token-file" in line
