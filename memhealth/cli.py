@@ -14,13 +14,13 @@ import sys
 
 # Command modules, in help order. Each defines register(subparsers) -> parser with
 # set_defaults(func=run), where run(args) -> int.
-COMMANDS = ["init", "hook", "gate", "ingest", "triage", "search", "embed", "serve", "export", "report", "ablation",
+COMMANDS = ["init", "hook", "gate", "ingest", "triage", "inventory", "search", "embed", "serve", "export", "report", "ablation",
             "demo", "generate", "remember", "cues", "forget", "mcp"]
 
 # How `memhealth --help` groups them (a test keeps every command in exactly one group).
 GROUPS = (
     ("set up", ("init", "demo")),
-    ("every day", ("ingest", "search", "gate", "triage", "remember", "cues", "forget")),
+    ("every day", ("ingest", "search", "gate", "triage", "inventory", "remember", "cues", "forget")),
     ("run alongside", ("serve", "export", "embed", "mcp")),
     ("measure", ("report", "ablation")),
     ("build", ("generate",)),

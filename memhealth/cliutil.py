@@ -78,7 +78,8 @@ JSON_FIELDS: dict[str, dict[str, str]] = {
                "chunks_added": "chunks indexed", "chunks_removed": "chunks dropped",
                "errors": "files or records that could not be read", "elapsed_s": "wall seconds",
                "budget_s": "the run's budget", "budget_exhausted": "true when the budget ran out",
-               "vectors": "the vector leg: state, embedded, with_vector, chunks",
+               "vectors": "the vector phase after the text: state, embedded, pending (chunks still "
+                          "without a vector), detail, backfill (done, budget or degraded), with_vector, chunks",
                "capture": "capture work the run finished (when there was any)"},
     "search": {"query": "the query as given", "limit": "results asked for", "tokens": "query words used",
                "hits": "results: chunk_id, source, path, line_start, line_end, score, legs, title, snippet",
@@ -114,6 +115,11 @@ JSON_FIELDS: dict[str, dict[str, str]] = {
     "remember": {"id": "the item", "name": "its name", "kind": "its kind", "path": "the memory file",
                  "pinned": "delivered at every session start", "cues": "its compiled cues"},
     "forget": {"id": "the item deleted", "name": "its name", "path": "the memory file deleted"},
+    "inventory": {"commit": "the commit the code index was read at (null before a complete run)",
+                  "components": "list: id, path, name, qualname, kind, line_start, line_end, signature, "
+                                "doc, summary, exported, component, rank, curated, candidate",
+                  "added": "propose: the candidates queued (id, name, kind, path, line)",
+                  "known": "propose: components proposed before", "curated": "propose: already curated"},
 }
 
 

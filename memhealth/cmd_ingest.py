@@ -81,8 +81,13 @@ def summary_line(report, coverage: tuple[int, int] | None = None) -> str:
     if report.vectors_state == "degraded" and report.vectors_detail:
         lines.append(f"  vectors: {report.vectors_detail}")
     if coverage is not None and coverage[0] < coverage[1]:
-        lines.append(f"  vectors: {coverage[1] - coverage[0]} chunk(s) have no vector; "
-                     "`memhealth embed` backfills them")
+        if report.vectors_backfill == "budget":
+            lines.append(f"  vectors: text is indexed; {coverage[1] - coverage[0]} chunk(s) still have no "
+                         "vector (the budget ran out): the next `memhealth ingest` continues, "
+                         "`memhealth embed` finishes them now")
+        else:
+            lines.append(f"  vectors: {coverage[1] - coverage[0]} chunk(s) have no vector; "
+                         "`memhealth embed` backfills them")
     for name, source in report.sources.items():
         lines.extend(f"  note ({name}): {text}" for text in source.notes)
     return "\n".join(lines)

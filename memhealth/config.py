@@ -77,6 +77,14 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "transcripts": ("list", ["auto"], None, '"auto" = the directory of the hook\'s transcript_path'),
         "git": ("bool", True, None, "ingest commit messages and touched paths"),
         "git_max_commits": ("int", 500, (0, 1000000), "commits read per run"),
+        # ---- the code index (memory_core.ingest.code) ----
+        "code": ("list", ["**"], None,
+                 "source files indexed with tree-sitter, as path globs (** = every tracked file in a "
+                 "language with a query file; [] = off); read from git's tree at HEAD"),
+        "code_exclude": ("list", [], None, "path globs left out of the code index"),
+        "code_max_bytes": ("int", 1048576, (1024, 268435456),
+                           "a source file larger than this is recorded as skipped, not parsed"),
+        # ---- end code index ----
     },
     "capture": {
         "enabled": ("bool", True, None,
@@ -121,6 +129,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "hook_autostart": ("bool", False, None,
                            "with the HTTP hook transport: SessionStart starts `memhealth serve` "
                            "(detached) when nothing answers where the settings point"),
+        # -- vector backfill on serve's schedule (text first, vectors after) --
+        "backfill_interval_s": ("float", 300.0, (0.0, 86400.0),
+                                "with [embedding].url set, embed chunks that have no vector every this "
+                                "many seconds, within [ingest].budget_s; 0 turns it off"),
     },
     "alerts": {
         "pages_per_window": ("int", 2, (0, 1000), "pages per route per window (SRE book: 2 per 12 h shift)"),

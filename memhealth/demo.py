@@ -20,6 +20,10 @@ from memhealth.installer import init_project, launcher_argv
 from memory_core.store.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
+# src/upcaster.py defines EventUpcaster; no memory file, doc or ledger names it: only the code
+# index knows it exists
+CODE_REPROPOSAL = "Let's write an event upcaster that migrates old event versions when a stream is read"
+CODE_COMPONENT = "EventUpcaster"
 
 # (event, payload fields, what a person would call this step)
 SCRIPT = [
@@ -27,6 +31,7 @@ SCRIPT = [
     ("prompt", {"prompt": "thanks, that looks right"}, "a prompt with no intent"),
     ("prompt", {"prompt": "Let's build a snapshot compaction subsystem so projections stop "
                           "replaying every stream from event zero"}, "build intent on something that exists"),
+    ("prompt", {"prompt": CODE_REPROPOSAL}, "build intent on what only the code knows"),
     ("pre-tool", {"tool_name": "Read", "tool_input": {"file_path": "src/compactor.py"},
                   "tool_use_id": "toolu_01"}, "the agent reads a file"),
     ("post-tool", {"tool_name": "Read", "tool_input": {"file_path": "src/compactor.py"},
@@ -127,7 +132,7 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
     out("")
     out("[3/5] a session, through the real hook entry points (one process per hook):")
     width = max(len(label) for *_x, label in SCRIPT)
-    first_injection = first_cue = None
+    first_injection = first_cue = from_code = None
     for event, fields, label in SCRIPT:
         body = {"session_id": SESSION, "transcript_path": transcript, "cwd": root,
                 "hook_event_name": event, "permission_mode": "default",
@@ -150,7 +155,9 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         if context:
             text = context["hookSpecificOutput"]["additionalContext"]
             shown = text.splitlines()[0][:70] if text else ""
-            if event == "prompt" and first_injection is None:
+            if event == "prompt" and fields["prompt"] == CODE_REPROPOSAL:
+                from_code = text
+            elif event == "prompt" and first_injection is None:
                 first_injection = text
             if event == "pre-tool" and first_cue is None:
                 first_cue = text
@@ -163,6 +170,8 @@ def run_demo(target_dir: str | None = None, out=print) -> int:
         failures.append("the capture worker spawned by session-end did not finish within 60 s")
     out("")
     _print_injections(root, out, first_injection)
+    out("")
+    failures += _print_from_code(root, out, from_code)
     out("")
     _print_cues(root, out, first_cue)
     out("")
@@ -241,6 +250,24 @@ def _capture_and_triage(cmd: list[str], root: str, transcript: str, out) -> list
         for part in textwrap.wrap(line, 100, subsequent_indent="    ") or [""]:
             out(f"  | {part}")
     return failures
+
+
+def _print_from_code(root: str, out, text: str | None) -> list[str]:
+    """The re-proposal caught from the code: no memory file names the component, the code
+    index does, and the block cites the definition and the commit it was read at."""
+    import textwrap
+
+    memory = os.path.join(root, "memory")
+    named = [n for n in sorted(os.listdir(memory)) if CODE_COMPONENT.lower() in
+             open(os.path.join(memory, n), encoding="utf-8").read().lower().replace(" ", "")]
+    out(f"A re-proposal caught from the code ({len(named)} memory files name {CODE_COMPONENT}: only "
+        "the code index knows it), as Claude received it:")
+    if not text or f'"{CODE_COMPONENT}" already exists in the code' not in text:
+        return [f"the re-proposal of {CODE_COMPONENT} got no DO-NOT-REBUILD from the code"]
+    for line in text.splitlines()[1:6]:
+        for part in textwrap.wrap(line, 100, subsequent_indent="    ") or [""]:
+            out(f"  | {part}")
+    return [f"a memory file names {CODE_COMPONENT}: {', '.join(named)}"] if named else []
 
 
 def _wait_for_capture(root: str, limit_s: float = 60.0) -> bool:

@@ -216,7 +216,10 @@ def pre_tool(ctx) -> str | None:
     cwd = ctx.payload.get("cwd")
     place = cues.Place(ctx.project.root, cwd if isinstance(cwd, str) else None)
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "pre-tool")
-    files, dirs, text = cues.tool_touches(tool, ctx.payload.get("tool_input"), place, paths=ev.has("path"))
+    # the files touched matter to path cues, and to symbol cues through the code index
+    # (a symbol cue fires on the file that defines its symbol)
+    files, dirs, text = cues.tool_touches(tool, ctx.payload.get("tool_input"), place,
+                                          paths=ev.has("path") or ev.has("symbol"))
     matches = ev.match_paths(files, dirs) + ev.match_symbols(text)
     out = None
     touched = ", ".join((files + [d + "/" for d in dirs])[:3])

@@ -12,11 +12,12 @@ import os
 import re
 import shlex
 import sys
+import time
 
 from memory_core.index import docfreq
 from memory_core.index.vectors import count_check, vector_count
 from memory_core.store.db import sqlite3, write
-from memory_core.store.meta import set_meta
+from memory_core.store.meta import VECTORS_BACKFILL, get_meta, set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 from telemetry.slo import EXPORT_MAX_LAG_S  # shared with the MemhealthExporterDown rule
 
@@ -87,7 +88,10 @@ def vec_table_width(conn) -> int | None:
 
 def vector_coverage(ev) -> CheckResult:
     """NOTE without embeddings; RED when sqlite-vec cannot load, the table's width is not
-    [embedding].dim, or fewer than gate.vector_coverage_min of the chunks have a vector."""
+    [embedding].dim, or fewer than gate.vector_coverage_min of the chunks have a vector —
+    unless the last ingest's vector phase embedded some before its budget ran out, within
+    gate.ingest_max_age_days: then a NOTE says how far along the backfill is (text first,
+    vectors after: the lexical leg is whole meanwhile)."""
     emb = ev.cfg["embedding"]
     if not emb["url"]:
         return note("embeddings not configured: search is BM25-only",
@@ -113,8 +117,36 @@ def vector_coverage(ev) -> CheckResult:
     floor = ev.cfg["gate"]["vector_coverage_min"]
     detail = f"{min(vectors, chunks)}/{chunks} chunks have vectors ({ratio:.1%})"
     if ratio < floor:
-        return red(f"{detail}, below {floor:.0%}", "memhealth embed (backfills missing vectors)")
+        last = _backfill(ev)
+        age_s = (time.time_ns() - int(last.get("ts_ns", 0))) / 1e9 if last else None
+        if last and last.get("state") == "budget" and last.get("embedded") and age_s is not None \
+                and age_s < ev.cfg["gate"]["ingest_max_age_days"] * DAY:
+            # text first, vectors after: the lexical leg is whole and the vectors are on their
+            # way; nothing to act on while ingest runs keep embedding within their budgets
+            return note(f"vectors {min(vectors, chunks)}/{chunks} ({ratio:.1%}), backfilling: "
+                        f"the last ingest, {ago(age_s)} ago, embedded {last['embedded']} before its "
+                        "budget ran out; each `memhealth ingest` embeds more, BM25 serves meanwhile",
+                        fix="memhealth embed (finishes the backfill now, without a budget)",
+                        audience=OPERATOR)
+        why = ""
+        if last and last.get("state") == "degraded":
+            why = f"; the last ingest's vector phase failed ({str(last.get('detail', ''))[:120]})"
+        elif last and last.get("state") == "budget":
+            why = (f"; the backfill is not moving (the last ingest, {ago(age_s)} ago, embedded "
+                   f"{last.get('embedded', 0)} before its budget ran out)")
+        return red(f"{detail}, below {floor:.0%}{why}", "memhealth embed (backfills missing vectors)")
     return green(detail)
+
+
+def _backfill(ev) -> dict | None:
+    """What ingest's last vector phase recorded (meta vectors.backfill), or None."""
+    import json
+
+    try:
+        value = json.loads(get_meta(ev.conn, VECTORS_BACKFILL) or "null")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 # -- 4 ---------------------------------------------------------------------------------------

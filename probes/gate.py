@@ -19,7 +19,7 @@ from memory_core.errors import MemoryCoreError, StoreError
 from memory_core.outbox import heartbeat, rollups, spans, spill
 from memory_core.store.db import write
 from memory_core.store.meta import set_meta
-from probes import checks, heartbeats, novelty, transport, wiring, witness
+from probes import checks, code_index, heartbeats, novelty, transport, wiring, witness
 from probes.evidence import ACK_PREFIX
 from probes.result import MEMORY, NOTE, OPERATOR, RED, CheckResult
 from telemetry.catalog import EMBEDDING_STATES, GATE_STATUS_VALUES
@@ -40,6 +40,7 @@ CHECKS = (
     ("lineage_freshness", checks.lineage_freshness),
     ("index_integrity", checks.index_integrity),
     ("memory_files", checks.memory_files),
+    ("code_index", code_index.code_index_check),
     ("cue_delivery", checks.cue_delivery),
     ("render_novelty", novelty.render_novelty),
     ("embedding_path", _embedding_path),
@@ -58,7 +59,7 @@ AUDIENCE = {
     "ingest_freshness": MEMORY, "vector_coverage": MEMORY, "hook_heartbeats": MEMORY,
     "hook_transport": MEMORY,
     "capture_queue": MEMORY, "lineage_freshness": MEMORY, "index_integrity": MEMORY,
-    "memory_files": MEMORY, "render_novelty": MEMORY, "embedding_path": MEMORY,
+    "memory_files": MEMORY, "code_index": MEMORY, "render_novelty": MEMORY, "embedding_path": MEMORY,
     "integrations": OPERATOR, "telemetry_pipeline": OPERATOR, "store": MEMORY,
     "hook_wiring": MEMORY, "hook_witness": MEMORY,
 }

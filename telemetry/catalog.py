@@ -25,6 +25,9 @@ ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
 OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.records.extract.KINDS
 TRIAGE_DECISIONS = ("confirmed", "rejected", "retitled", "merged")
+# what triage decides on: the captured kinds, and components `memhealth inventory propose`
+# queues from the code index (memory_core.records.inventory)
+TRIAGE_KINDS = CAPTURE_KINDS + ("subsystem",)
 CAPTURE_QUEUES = ("triage", "work")
 MCP_TOOLS = ("search", "remember", "cues")  # memhealth.mcp_server: the agent's memory tools
 MCP_OUTCOMES = ("ok", "error")
@@ -43,6 +46,7 @@ CONTEXT_HOOKS = ("session-start", "prompt", "pre-tool", "post-tool")  # hooks.CO
 # HTTP hook requests `memhealth serve` refused (telemetry.hook_endpoint): no or a wrong
 # project secret, or a request it could not read (no length, a body over the cap).
 HOOK_HTTP_REJECTIONS = ("unauthorized", "bad_request")
+CODE_FILE_STATUSES = ("ok", "failed", "skipped")  # code_files.status (memory_core.ingest.code)
 
 # Seconds. Hook budgets are seconds to tens of seconds; the interesting region is 10 ms-3 s.
 HOOK_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -130,6 +134,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_ingest_last_timestamp_seconds", "gauge", "s",
            "Unix time of the newest ingest watermark per source.", ("source",)),
     Metric("memhealth_chunks", "gauge", "1", "Chunks in the store per source.", ("source",)),
+    # ---- the code index (memory_core.ingest.code; the gate's code_index check) ----
+    Metric("memhealth_code_files", "gauge", "1",
+           "Source files in the code index by status: ok, failed (to parse), skipped (too large, "
+           "generated).", ("status",), label_values={"status": CODE_FILE_STATUSES}),
+    Metric("memhealth_code_definitions", "gauge", "1", "Definitions in the code index."),
+    Metric("memhealth_code_components", "gauge", "1",
+           "Definitions the code index counts as components (what DO-NOT-REBUILD can cite)."),
+    Metric("memhealth_code_index_last_timestamp_seconds", "gauge", "s",
+           "Unix time the code index last finished reading a commit (0 = never)."),
+    # ---- end code index ----
     Metric("memhealth_vector_coverage_ratio", "gauge", "1",
            "Share of chunks that have a vector (1 when there are no chunks)."),
     Metric("memhealth_degradations_total", "counter", "1",
@@ -145,7 +159,7 @@ METRICS: tuple[Metric, ...] = (
            label_values={"kind": CAPTURE_KINDS}),
     Metric("memhealth_triage_decisions_total", "counter", "1",
            "Triage decisions on candidates, by kind and decision.", ("kind", "decision"),
-           label_values={"kind": CAPTURE_KINDS, "decision": TRIAGE_DECISIONS}),
+           label_values={"kind": TRIAGE_KINDS, "decision": TRIAGE_DECISIONS}),
     Metric("memhealth_capture_queue_depth", "gauge", "1",
            "Capture queues: candidates pending triage (triage) and session boundaries not "
            "captured yet (work).", ("queue",)),

@@ -21,12 +21,14 @@ import threading
 import time
 
 from memory_core.errors import StoreError
+from memory_core.index import code as code_index
 from memory_core.index import docfreq
 from memory_core.index.vectors import vector_count
 from memory_core.store.db import connect, load_vec, sqlite3
 from memory_core.store.meta import get_meta
 from telemetry.catalog import (
     CATALOG,
+    CODE_FILE_STATUSES,
     EMBEDDING_STATES,
     GATE_STATUS_VALUES,
     GATE_STATUSES,
@@ -45,6 +47,8 @@ COMPUTED = frozenset({
     "memhealth_gate_check_status", "memhealth_outbox_backlog_spans",
     "memhealth_export_last_success_timestamp_seconds", "memhealth_scrape_errors_total",
     "memhealth_gate_check_state", "memhealth_ingest_last_timestamp_seconds", "memhealth_build_info",
+    "memhealth_code_files", "memhealth_code_definitions", "memhealth_code_components",
+    "memhealth_code_index_last_timestamp_seconds",
 })
 EXEMPLAR_METRICS = frozenset({"memhealth_hook_duration_seconds"})  # rollup_exemplars rows read
 
@@ -184,6 +188,8 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
         fam.samples[key] = max(0.0, (now_ns - newest) / 1e9)
         stamps.samples[key] = newest / 1e9
 
+    _read_code_index(conn, families)
+
     latest = conn.execute("SELECT max(id) FROM gate_runs").fetchone()[0]
     current_state = None
     if latest is not None:
@@ -213,6 +219,19 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
     for fam in families.values():
         _fill_known(fam)
     return list(families.values())
+
+
+def _read_code_index(conn, families: dict) -> None:
+    """The code index's gauges (zero in a store without the index, as before migration 9)."""
+    if not _table_exists(conn, "code_files"):
+        return
+    stats = code_index.stats(conn)
+    fam = families["memhealth_code_files"]
+    for status in CODE_FILE_STATUSES:
+        fam.samples[(status,)] = float(stats[status])
+    families["memhealth_code_definitions"].samples[()] = float(stats["defs"])
+    families["memhealth_code_components"].samples[()] = float(stats["components"])
+    families["memhealth_code_index_last_timestamp_seconds"].samples[()] = (stats["indexed_ns"] or 0) / 1e9
 
 
 def _read_exemplars(conn, families: dict, parts: dict) -> None:

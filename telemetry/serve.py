@@ -20,8 +20,10 @@ Endpoints:
   sink, marked rejected, so nothing is lost.
 
 Background threads: scheduled probes (the gate, every `serve.probe_interval_s`; a cold
-model load or a hung probe never blocks a scrape) and the OTLP exporter (every
-`serve.export_interval_s`).
+model load or a hung probe never blocks a scrape), the OTLP exporter (every
+`serve.export_interval_s`) and, with embeddings configured, the vector backfill (every
+`serve.backfill_interval_s`, within `ingest.budget_s`: chunks an ingest indexed as text and
+left without a vector get one; memory_core.ingest.vectorize).
 
 `MultiServe` (`memhealth serve --all`, telemetry/serve_all.py) serves the same for every
 registered project on one port; the webhook intake both use is telemetry/alert_intake.py.
@@ -213,8 +215,8 @@ class ServeThreads:
         budget = float(self.cfg["telemetry"]["export_timeout_s"]) * 2 + 2.0
         deadline = time.monotonic() + budget
         for thread in self._threads:
-            if thread.name == "memhealth-probe":
-                continue  # a hung probe is abandoned (daemon thread), never waited on
+            if thread.name in ("memhealth-probe", "memhealth-vectors"):
+                continue  # a hung probe or embed is abandoned (daemon thread), never waited on
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
@@ -251,6 +253,7 @@ class Serve(ServeThreads):
         self.probe_state = {"runs": 0, "errors": 0, "running_since": None, "last_finished": None,
                             "last_error": None, "last_duration_s": None}
         self.export_state: dict = {"runs": 0, "last": None}
+        self.backfill_state: dict = {"runs": 0, "errors": 0, "last": None, "last_error": None}
         self.log = log if log is not None else stderr_line  # one line per exporter state change
         self._export_logged: str | None = None
         self._store_id = None
@@ -278,6 +281,8 @@ class Serve(ServeThreads):
         connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
         self._store_id = self.store_identity()
         self._listen(_handler(self))
+        if self.cfg["embedding"]["url"] and float(self.cfg["serve"]["backfill_interval_s"]) > 0:
+            self._spawn("vectors", self._backfill_loop)
         return self
 
     def stop(self) -> None:
@@ -313,6 +318,32 @@ class Serve(ServeThreads):
             state["running_since"] = None
             state["last_finished"] = time.time()
             state["last_duration_s"] = round(time.monotonic() - t0, 3)
+            self.stopping.wait(interval)
+
+    def _backfill_loop(self) -> None:
+        """Embed what has no vector, one bounded vector phase per interval; a failure is
+        recorded by the phase (a degradation) and the schedule goes on."""
+        from memory_core.ingest.vectorize import backfill
+
+        interval = float(self.cfg["serve"]["backfill_interval_s"])
+        budget = float(self.cfg["ingest"]["budget_s"])
+        state = self.backfill_state
+        while not self.stopping.is_set():
+            conn = None
+            try:
+                conn = connect(self.project.db_path)
+                report = backfill(conn, self.cfg, budget)
+                state["last"] = None if report is None else {
+                    "embedded": report.vectors_embedded, "pending": report.vectors_pending,
+                    "state": report.vectors_backfill or report.vectors_state}
+                state["last_error"] = None
+            except Exception as exc:  # a store or embedding bug must not kill the schedule
+                state["errors"] += 1
+                state["last_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            finally:
+                if conn is not None:
+                    conn.close()
+            state["runs"] += 1
             self.stopping.wait(interval)
 
     def _export_loop(self) -> None:
@@ -411,7 +442,7 @@ class Serve(ServeThreads):
                 "connections_refused": refused, "requests_refused": self.guard.snapshot(),
                 "uptime_s": round(time.time() - self.started_at, 3), "problems": self.problems,
                 "scrape_errors": self.collector.errors, "last_scrape_error": self.collector.last_error,
-                "probe": probe, "export": self.export_state}
+                "probe": probe, "export": self.export_state, "vectors": dict(self.backfill_state)}
 
     def alerts(self, body: bytes) -> tuple[int, dict]:
         """Handle one webhook POST (AlertIntake.receive); (HTTP status, response JSON)."""

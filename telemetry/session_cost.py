@@ -5,7 +5,7 @@ hooks added, the tool calls they delayed, and the capture and triage it left beh
     cost["totals"]["context_chars"], cost["by_event"], cost["sessions"][0]["hook_ms"]
 
 Sources, all rows the hooks already write: `context_blocks` (characters emitted, by block
-kind; migration 7), `heartbeats` (wall time per invocation, measured inside the hook: the
+kind; migration 8), `heartbeats` (wall time per invocation, measured inside the hook: the
 process start of a command hook, ~30-60 ms, is outside it and shows in benchmarks/
 bench_session.py), `capture_candidates` (proposed from the session's transcript) and their
 triage state. Tokens are estimated (memory_core.outbox.costs.CHARS_PER_TOKEN); characters are

@@ -86,7 +86,8 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
               "[gate].ingest_max_age_days", ("MemhealthIngestStale",)),
     GateCheck("vector_coverage", "warning", "30m", "embedding",
               "sqlite-vec cannot load, the vector table's width differs from [embedding].dim, "
-              "or too few chunks have a vector"),
+              "or too few chunks have a vector and no ingest is backfilling them (a backfill "
+              "that moves is a NOTE)"),
     # warning, not critical: one failed hook turns it RED, and the burn alerts' low-traffic
     # guard exists so that one failure never pages
     GateCheck("hook_heartbeats", "warning", "15m", "hooks",
@@ -109,6 +110,9 @@ GATE_CHECK_LIST: tuple[GateCheck, ...] = (
     GateCheck("memory_files", "warning", "30m", "memory",
               "MEMORY.md outgrew what is read at every resume, or its LATEST resume anchor is "
               "broken or stale while sessions ran"),
+    GateCheck("code_index", "warning", "30m", "ingest",
+              "the code index is behind a HEAD older than the ingest budget, was never built, "
+              "or most source files failed to parse"),
     GateCheck("cue_delivery", "warning", "15m", "memory",
               "the last compaction's SessionStart delivered fewer pinned items than existed, or "
               "tool hooks completed without evaluating their cues"),

@@ -44,6 +44,7 @@ SPANS: dict[str, str] = {
     "memhealth {command}": "one CLI command that touches the store (ingest, search, embed, gate, ...)",
     "ingest": "one ingest run over its sources",
     "ingest {source}": "one source inside an ingest run",
+    "ingest vectors": "the vector phase of an ingest run, after every source's text",
     "capture": "the capture worker's extraction over one transcript",
     "cue.evaluate": "cue evaluation inside a tool or prompt hook",
     "inject.system_turn": "the machine-turn exemption of the injection cascade",
@@ -51,6 +52,9 @@ SPANS: dict[str, str] = {
     "inject.relevance": "the rare-word relevance step of the cascade",
     "inject.session_cap": "the per-session caps of the cascade",
     "inject.stale_claim": "the check of what memory claims against the tree",
+    # ---- what exists, said from the code (memory_core.delivery.exists) ----
+    "inject.code": "the code leg of the cascade: which indexed component a build prompt re-proposes",
+    # ---- end code leg ----
     "memory.search": "a hybrid search (BM25 and vectors, fused)",
     "{operation} {collection}": "a store query (an OTel DB client span: SELECT chunks_fts, ...)",
     "embeddings {model}": "one embedding request (an OTel GenAI client span)",
@@ -120,6 +124,10 @@ SPAN_ATTRIBUTE_LIST: tuple[SpanAttribute, ...] = (
     _a("memhealth.cap.kept", "int", "blocks the caps kept"),
     _a("memhealth.stale.checked", "int", "claims checked against the tree"),
     _a("memhealth.stale.found", "int", "claims the tree refutes"),
+    # ---- the code leg (inject.code) ----
+    _a("memhealth.code.candidates", "int", "code index definitions the prompt's words found"),
+    _a("memhealth.code.matched", "bool", "a component of the code was named: a DO-NOT-REBUILD from the code"),
+    # ---- end code leg ----
     # -- cues ----------------------------------------------------------------------------------
     _a("memhealth.cue.event", "string", "the event evaluated (pre-tool, prompt, session-start, ...)"),
     _a("memhealth.cue.trigger", "string", "the trigger that fired (path, symbol, pinned, ...)"),

@@ -184,3 +184,22 @@ def cli(capsys, monkeypatch):
         return CliRun(code, out.out, out.err)
 
     return run
+
+
+# -- the real embedding model (tests/support/minilm.py, tests/support/model_server.py) ------
+
+@pytest.fixture(scope="session")
+def real_model():
+    """all-MiniLM-L6-v2 in numpy, loaded once; CI fails without it, elsewhere the test skips."""
+    from tests.support.minilm import require_model
+
+    return require_model()
+
+
+@pytest.fixture(scope="session")
+def model_server(real_model):
+    """The real model behind Ollama's embedding API on 127.0.0.1:0, one per test session."""
+    from tests.support.model_server import ModelServer
+
+    with ModelServer(real_model) as server:
+        yield server

@@ -7,7 +7,8 @@ real-corpus fixture, run the prompt cascade over its labeled prompts, score the 
 
 Sets: 1 and 2 are the 152 prompts the rules are held to (`prompts_for` default); 3 is a
 later held-out set over requests and starlette, written before the rules ran on it, asked
-for with `sets=(3,)`. Labels (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD
+for with `sets=(3,)`; 4 (tests/fixtures/realcorpus/prompts-meaning.jsonl) holds near misses
+and re-proposals in other words, for the agreement-in-meaning gate. Labels (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD
 naming `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
 whatever the prompt's label. Used by tests/test_inject_realcorpus.py and
@@ -36,12 +37,17 @@ PROJECTS = ("httpx", "requests", "starlette")
 TUNING = ("httpx",)          # thresholds were chosen looking at this project only
 HELD_OUT = ("requests", "starlette")
 SILENT_LABELS = ("new", "chitchat", "system_turn")
+# prompts-meaning.jsonl holds set 4: near misses (label new, kind near_miss) and re-proposals
+# in other words, frozen before the agreement-in-meaning gate ran on them
+PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
 def prompts_for(*projects: str, sets: tuple[int, ...] = (1, 2)) -> list[dict]:
-    with open(os.path.join(FIXTURE, "prompts.jsonl"), encoding="utf-8") as fh:
-        items = [json.loads(line) for line in fh if line.strip()]
+    items = []
+    for name in PROMPT_FILES:
+        with open(os.path.join(FIXTURE, name), encoding="utf-8") as fh:
+            items += [json.loads(line) for line in fh if line.strip()]
     return [p for p in items if (not projects or p["project"] in projects) and p.get("set", 1) in sets]
 
 

@@ -20,6 +20,8 @@ Modes (`OllamaStandin.MODES`):
     not_ollama        200 text/html on every path
     legacy            an old server: /api/embed is a 404 route; /api/embeddings works
 
+`embed_delay_s` delays every embed answer (a model slower than an ingest budget).
+
 Every request is recorded in `.requests` (method, path, parsed JSON body) so tests can
 assert that keep_alive and options.num_ctx never change between requests.
 """
@@ -67,8 +69,10 @@ class OllamaStandin:
     def __init__(self, mode: str = "healthy", dim: int = 8, models: list[str] | None = None,
                  load_delay_s: float = 1.0, hang_s: float = 30.0, max_chars: int = 2000,
                  missing_body: str = "short", context_length: int = 8192,
-                 overflow_status: int = 500, tls=None, generate=None):
+                 overflow_status: int = 500, tls=None, generate=None, embed_delay_s: float = 0.0):
         self.dim = dim
+        # every embed request waits this long before answering: a slow model on a small box
+        self.embed_delay_s = embed_delay_s
         self.models = list(models) if models is not None else ["nomic-embed-text"]
         self.load_delay_s = load_delay_s
         self.hang_s = hang_s
@@ -235,6 +239,8 @@ class OllamaStandin:
                 return _json(self.overflow_status, {"error": OVERFLOW_ERROR})
             t0 = time.monotonic()
             load_s = self._wait_loaded() if mode == "cold" else 0.0
+            if self.embed_delay_s > 0:
+                self._closing.wait(self.embed_delay_s)
             width = self.dim + 1 if mode == "wrong_width" else self.dim
             vectors = [vector(t, width) for t in texts]
             total_ns = int((time.monotonic() - t0) * 1e9)

@@ -118,3 +118,14 @@ def test_the_store_side_spells_the_same_kinds_as_the_extractor():
     from telemetry.catalog import CAPTURE_KINDS
 
     assert capture.KINDS == capture_store.KINDS == CAPTURE_KINDS
+
+
+def test_a_dead_end_stated_by_reference_carries_what_was_tried():
+    assert extract_text("I tried a per-row cache, but it thrashed. That approach is a dead end.", "human") == [
+        ("dead_end", "I tried a per-row cache, but it thrashed. That approach is a dead end.")]
+    # the sentence before was a dead end itself: one record, not two
+    assert extract_text("We tried WAL2 and it failed twice. We reverted it.", "human") == [
+        ("dead_end", "We tried WAL2 and it failed twice. We reverted it.")]
+    # a dead end that names what was tried takes nothing from before it
+    assert extract_text("Checkpoints run hourly. Rewriting the spill in protobuf was a dead end.", "human") == [
+        ("dead_end", "Rewriting the spill in protobuf was a dead end.")]

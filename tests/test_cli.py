@@ -105,7 +105,8 @@ def test_every_packages_error_base_is_one_line_not_a_traceback():
         assert issubclass(bases[0], caught), package
 
 
-HEAVY = ("httpx", "prometheus_client", "opentelemetry", "argparse", "tomllib", "sqlite_vec", "grpc", "mcp")
+HEAVY = ("httpx", "prometheus_client", "opentelemetry", "argparse", "tomllib", "sqlite_vec", "grpc", "mcp",
+         "tree_sitter", "tree_sitter_language_pack")
 
 
 @pytest.mark.parametrize("prompt", ["thanks, looks good", "<task-notification>\n<task-id>x</task-id>"])

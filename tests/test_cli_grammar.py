@@ -34,6 +34,7 @@ def one_object(proc) -> dict:
 @pytest.mark.parametrize("args", [
     ["gate"], ["ingest"], ["search", "checkpoint"], ["report"], ["report", "--ablation"],
     ["triage"], ["triage", "list", "--all"], ["cues"], ["cues", "audit"], ["ablation", "status"],
+    ["inventory"], ["inventory", "list"],
 ])
 def test_every_reporting_command_prints_one_versioned_object_under_json(project, args):
     proc = run_cli(*args, "--json", "--project", str(project), timeout=120)
@@ -44,7 +45,7 @@ def test_every_reporting_command_prints_one_versioned_object_under_json(project,
 @pytest.mark.parametrize("args", [
     ["gate"], ["ingest"], ["search", "checkpoint"], ["report"], ["report", "--ablation"], ["triage"],
     ["cues"], ["cues", "audit"], ["ablation", "status"], ["export", "--once"], ["embed"],
-    ["remember", "the writer owns the checkpoint", "--path", "README.md"],
+    ["remember", "the writer owns the checkpoint", "--path", "README.md"], ["inventory"],
 ])
 def test_every_json_field_a_command_prints_is_in_the_json_reference(project, args):
     from memhealth.cliutil import JSON_FIELDS

@@ -23,14 +23,23 @@ def test_the_demo_drives_a_session_through_the_real_hooks_and_reports(tmp_path):
     assert len(verdicts) == 4, out  # two session starts, the later session's, the closing gate
     assert all(green == total and rest.strip() == "" for green, total, rest in verdicts), verdicts
     assert " RED " not in out
-    assert "memhealth_hook_invocations_total{hook=\"prompt\",outcome=\"ok\"} 7" in out
+    assert "memhealth_hook_invocations_total{hook=\"prompt\",outcome=\"ok\"} 8" in out
     assert "DO-NOT-REBUILD" in out and "memory/compactor-exists.md" in out
 
     db = sqlite3.connect(tmp_path / "ledgerline" / ".memhealth" / "memory.db")
     outcomes = [r[0] for r in db.execute("SELECT outcome FROM decisions ORDER BY id")]
     # silence by default: only prompts that share rare words with memory inject
-    assert outcomes == ["no_intent", "injected", "system_turn", "injected", "capped", "below_relevance",
-                        "injected"]
+    assert outcomes == ["no_intent", "injected", "injected", "system_turn", "injected", "capped",
+                        "below_relevance", "injected"]
+    # the re-proposal only the code answers: no memory file names EventUpcaster, the code index
+    # does, and the block cites the definition and the commit it was read at
+    memory = tmp_path / "ledgerline" / "memory"
+    assert not any("upcaster" in f.read_text().lower() for f in memory.iterdir())
+    third = json.loads(db.execute("SELECT detail FROM decisions ORDER BY id LIMIT 1 OFFSET 2").fetchone()[0])
+    assert [item["block"] for item in third["items"]] == ["code"]
+    assert third["code"]["dnr"]["name"] == "EventUpcaster" and third["code"]["dnr"]["path"] == "src/upcaster.py"
+    assert re.search(r'DO-NOT-REBUILD\? "EventUpcaster" already exists in the code \(class at src/upcaster\.py:4\) '
+                     r"— read from\n  \|     the code at [0-9a-f]{12}", out), out
     hooks = dict(db.execute("SELECT hook, count(*) FROM heartbeats WHERE outcome = 'ok' GROUP BY hook"))
     assert hooks["session-start"] == 3 and hooks["session-end"] == 1 and hooks["pre-tool"] == 2
     # cues: the gotcha on the first touch of its file, again on the first touch after the

@@ -140,6 +140,22 @@ def table_width_differs_from_config(root):
         assert check(root, "vector_coverage")["status"] == "green"
 
 
+@scenario("vector_coverage")
+def backfill_not_moving(root):
+    """Ingest runs whose budget the text uses up embed nothing: the backfill is stuck, and
+    that is a RED (a backfill that moves is a NOTE, tests/test_ingest_text_first.py)."""
+    _ingest(root)
+    with OllamaStandin("healthy", dim=8) as ollama:
+        _embedding(root, ollama.url)
+        proc = run_cli("ingest", "--budget-s", "0.000001", "--project", str(root))
+        assert proc.returncode == 0, proc.stderr
+        red = _red(root, "vector_coverage")
+        assert "the backfill is not moving" in red["detail"] and "embedded 0" in red["detail"]
+        assert commands_in(red["fix"]) == ["memhealth embed"]
+        run_fix(root, "memhealth embed")
+        assert check(root, "vector_coverage")["status"] == "green"
+
+
 # -- hook_heartbeats -------------------------------------------------------------------------
 
 @scenario("hook_heartbeats")
@@ -703,6 +719,72 @@ def transport_down_going_back_to_command_hooks(root):
     run_fix(root, commands_in(red["fix"])[-1])  # memhealth init --transport command
     result = check(root, "hook_transport")
     assert (result["status"], result["state"]) == ("green", "command")
+
+
+# -- code_index ------------------------------------------------------------------------------
+
+def _git(root, *args, date: str | None = None):
+    import subprocess
+
+    env = dict(clean_env(), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env, timeout=60)
+
+
+def _code_repo(root, date: str | None = None) -> None:
+    (root / "app").mkdir(exist_ok=True)
+    (root / "app" / "limiter.py").write_text('"""Rate limiting."""\n\nclass RateLimiter:\n    pass\n')
+    _git(root, "init", "-q")
+    _git(root, "add", "app", "README.md")
+    _git(root, "commit", "-qm", "code", date=date)
+
+
+@scenario("code_index")
+def code_never_indexed(root):
+    _code_repo(root)
+    red = _red(root, "code_index")
+    assert "never been indexed" in red["detail"]
+    assert commands_in(red["fix"]) == ["memhealth ingest code"]
+    run_fix(root, red["fix"])
+    assert check(root, "code_index")["status"] == "green"
+
+
+@scenario("code_index")
+def code_index_behind_an_old_head(root):
+    _code_repo(root)
+    run_fix(root, "memhealth ingest code")
+    (root / "app" / "queue.py").write_text("class WriterQueue:\n    pass\n")
+    _git(root, "add", "app")
+    old = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime(time.time() - 5 * 86400))
+    _git(root, "commit", "-qm", "queue", date=old)  # committed 5 days ago, never ingested
+    red = _red(root, "code_index")
+    assert "1 commit(s) behind HEAD" in red["detail"]
+    run_fix(root, commands_in(red["fix"])[0])
+    assert check(root, "code_index")["status"] == "green"
+    # a commit just made is not RED: the next ingest reads it
+    (root / "app" / "more.py").write_text("class More:\n    pass\n")
+    _git(root, "add", "app")
+    _git(root, "commit", "-qm", "more")
+    assert check(root, "code_index")["status"] == "note"
+
+
+@scenario("code_index")
+def code_mostly_failing_to_parse(root):
+    _code_repo(root)
+    (root / "templates").mkdir()
+    for i in range(6):  # Jinja in .py files: not Python
+        (root / "templates" / f"t{i}.py").write_text("{% for x in items %}\ndef {{ x }}(:\n{% endfor %}\n")
+    _git(root, "add", "templates")
+    _git(root, "commit", "-qm", "templates")
+    run_fix(root, "memhealth ingest code")
+    red = _red(root, "code_index")
+    assert "6 of 7 source files failed to parse" in red["detail"] and "templates/t0.py" in red["detail"]
+    assert "[ingest].code_exclude" in red["fix"]
+    set_config(root, "ingest", "code_exclude", ["templates/**"])  # the edit the FIX names
+    run_fix(root, commands_in(red["fix"])[0])
+    assert check(root, "code_index")["status"] == "green"
 
 
 # -- the registry ----------------------------------------------------------------------------

@@ -10,8 +10,9 @@ from tests.conftest import FIXTURES, clean_env, run_cli
 
 
 def env(tmp_path):
-    # HOME without ~/.claude: "auto" transcripts finds nothing and says so in a note
-    return clean_env(HOME=str(tmp_path / "home"), MEMHEALTH_INGEST_GIT="false")
+    # HOME without ~/.claude: "auto" transcripts finds nothing and says so in a note; not a
+    # repository, so git history and the code index are off (each would say so in a note)
+    return clean_env(HOME=str(tmp_path / "home"), MEMHEALTH_INGEST_GIT="false", MEMHEALTH_INGEST_CODE="")
 
 
 def test_ingest_prints_a_summary_line_then_its_notes_when_stderr_is_not_a_terminal(project, tmp_path):
@@ -53,7 +54,7 @@ def test_ingest_rejects_an_unknown_source_with_exit_2(project, tmp_path):
     proc = run_cli("ingest", "wiki", "--project", str(project), env=env(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("memhealth ingest: unknown source 'wiki'; "
-                                   "known: docs, memory, ledger, transcript, git")
+                                   "known: docs, memory, ledger, transcript, git, code")
 
 
 def test_ingest_budget_flag_stops_the_run_and_says_so(project, tmp_path):
@@ -112,17 +113,19 @@ def test_a_trace_gets_an_ingest_span_with_one_child_per_source(tmp_path):
     trace = Trace()
     run_ingest(connect(str(tmp_path / "m.db")), str(tmp_path), cfg, trace=trace)
     names = [s.name for s in trace.spans]
-    assert names == ["ingest", "ingest docs", "ingest memory", "ingest ledger", "ingest transcript"]
+    assert names == ["ingest", "ingest docs", "ingest memory", "ingest ledger", "ingest transcript",
+                     "ingest code"]
     root, docs = trace.spans[0], trace.spans[1]
     assert docs.parent_span_id == root.span_id
     assert docs.attributes["memhealth.ingest.chunks_added"] == 1
     assert all(s.end_ns is not None for s in trace.spans)
 
 
-def test_ingest_with_embeddings_says_how_many_chunks_still_lack_a_vector(project, tmp_path, cli,
-                                                                         monkeypatch):
-    """Chunks ingested before embeddings were configured have no vector: "vectors ok: 0
-    embedded" read as healthy while the gate said RED vector_coverage."""
+def test_ingest_with_embeddings_backfills_chunks_an_earlier_run_left_without_a_vector(
+        project, tmp_path, cli, monkeypatch):
+    """Chunks ingested before embeddings were configured have no vector: the vector phase is
+    a backfill, so the next ingest embeds them (it used to say "vectors ok: 0 embedded" while
+    the gate said RED vector_coverage)."""
     from tests.ollama_standin import OllamaStandin
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -135,8 +138,21 @@ def test_ingest_with_embeddings_says_how_many_chunks_still_lack_a_vector(project
         as_json = cli("ingest", "docs", "--json", "--project", project, env=env)
     assert as_text.returncode == as_json.returncode == 0
     text, data = as_text.stdout, json.loads(as_json.stdout)
-    first, second = text.splitlines()
-    assert first.endswith(" s") and "vectors ok: 0 embedded, 0/2 chunks have one" in first
-    assert second == "  vectors: 2 chunk(s) have no vector; `memhealth embed` backfills them"
+    assert text.splitlines() == [text.strip()]
+    assert "vectors ok: 2 embedded, 2/2 chunks have one" in text
     assert data["vectors"] == {"state": "ok", "embedded": 0, "pending": 0, "detail": "",
-                               "with_vector": 0, "chunks": 2}
+                               "backfill": "done", "with_vector": 2, "chunks": 2}
+
+
+def test_ingest_against_a_dead_embedding_server_says_what_still_lacks_a_vector(
+        project, tmp_path, cli, monkeypatch):
+    from tests.ollama_standin import closed_url
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (project / "README.md").write_text("# Project\n\nThe checkpoint guard lives here.\n", encoding="utf-8")
+    env = {"MEMHEALTH_EMBEDDING_URL": closed_url(), "MEMHEALTH_EMBEDDING_DIM": 8}
+    proc = cli("ingest", "docs", "--project", project, env=env)
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert "vectors degraded: 0 embedded, 1 pending, 0/1 chunks have one" in lines[0]
+    assert lines[-1] == "  vectors: 1 chunk(s) have no vector; `memhealth embed` backfills them"

@@ -45,7 +45,8 @@ def test_new_chunks_are_embedded_in_batches_and_stored(tmp_path):
         embeds = server.bodies("/api/embed")
     assert report.vectors_state == "ok"
     assert report.vectors_embedded == 10 and report.vectors_pending == 0
-    assert [len(b["input"]) for b in embeds] == [4, 4, 2]
+    # the first request is a one-text probe that measures the server; then full batches
+    assert [len(b["input"]) for b in embeds] == [1, 4, 4, 1]
     assert vectors.coverage(conn) == (10, 10)
 
 
@@ -86,3 +87,24 @@ def test_a_wrong_width_server_stores_no_vectors_and_keeps_the_chunks(tmp_path):
     assert report.chunks_added == 3
     assert report.vectors_embedded == 0 and report.vectors_pending == 3
     assert vectors.coverage(conn) == (0, 3)
+
+
+def test_an_ingest_of_some_sources_embeds_only_theirs(tmp_path):
+    """`memhealth remember` and triage re-read memory alone: they embed memory's new chunks,
+    not the store's whole backlog of docs without vectors (that is a full ingest's job)."""
+    docs(tmp_path, 4)
+    os.makedirs(tmp_path / "mem", exist_ok=True)
+    (tmp_path / "mem" / "m.md").write_text("---\nname: m\ntype: project\n---\nbody\n", encoding="utf-8")
+    conn = connect(str(tmp_path / "memory.db"))
+    plain = config("", batch_size=4)
+    plain["ingest"]["memory"] = ["mem"]
+    run_ingest(conn, str(tmp_path), plain, sources=["docs"])  # BM25 only: 4 doc chunks, no vectors
+    with OllamaStandin(mode="healthy", dim=DIM) as server:
+        cfg = config(server.url, batch_size=4)
+        cfg["ingest"]["memory"] = ["mem"]
+        report = run_ingest(conn, str(tmp_path), cfg, sources=["memory"])
+        assert report.vectors_embedded == 1 and report.vectors_pending == 4
+        assert conn.execute("SELECT count(*) FROM chunk_vectors JOIN chunks ON chunks.id = chunk_id "
+                            "WHERE source = 'docs'").fetchone()[0] == 0
+        full = run_ingest(conn, str(tmp_path), cfg)  # every enabled source: the backlog too
+    assert full.vectors_embedded == 4 and vectors.coverage(conn) == (5, 5)

@@ -115,3 +115,34 @@ def test_no_intent_from_substrings_or_past_tense(prompt):
 
 def test_a_past_tense_veto_is_reported_as_the_reason():
     assert classify("the cache was built already, add nothing")[1] == "veto:was built"
+
+
+@pytest.mark.parametrize("prompt, intent, phrase", [
+    ("make the exporter retry on 503", "build", "make"),
+    ("could you put a rate limiter in front of the OTLP exporter", "build", "could you put"),
+    ("we need retries on the webhook sender", "build", "we need"),
+    ("go ahead and persist the breaker state across restarts", "build", "go ahead and persist"),
+    ("could you check why the exporter keeps timing out", "investigation", "could you check"),
+])
+def test_the_grammar_of_requests_reads_requests_outside_the_verb_list(prompt, intent, phrase):
+    assert classify(prompt) == (intent, phrase)
+
+
+@pytest.mark.parametrize("prompt", [
+    "build is green again",              # a status: the word names a thing
+    "set up is done on my machine",
+    "could you explain how the watermark works",   # a verb of telling asks a question
+    "let me know when it's done",
+    "could you run the tests again",     # an operation asks for no work memory speaks to
+    "I need a break, back in 10",        # a wish for nothing specified
+    "make sense?",
+])
+def test_statuses_questions_and_operations_are_not_requests(prompt):
+    assert classify(prompt)[0] is None
+
+
+def test_the_first_clause_that_asks_is_the_request_and_the_list_after_it_details():
+    prompt = ("Analyze the current project structure. Focus on:\n1. Directory layout\n"
+              "2. Return a short summary of each module")
+    assert classify(prompt) == ("investigation", "analyze")
+    assert classify("I need to understand:\n1. how the pane list works") == ("investigation", "i need to understand")

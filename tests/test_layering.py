@@ -24,7 +24,8 @@ import pytest
 from tests.conftest import REPO
 
 OURS = ("memory_core", "probes", "telemetry", "memhealth")
-HEAVY = ("httpx", "prometheus_client", "opentelemetry", "grpc", "google")
+HEAVY = ("httpx", "prometheus_client", "opentelemetry", "grpc", "google", "tree_sitter",
+         "tree_sitter_language_pack")
 HEAVY_AT_TOP_LEVEL_OK = {"telemetry/collector.py", "telemetry/export.py", "telemetry/serve.py",
                          "telemetry/serve_all.py"}
 

@@ -31,6 +31,10 @@ def test_the_wheel_holds_every_package_the_sample_project_and_the_runbook(wheel)
         for name in files:
             rel = os.path.relpath(os.path.join(dirpath, name), REPO).replace(os.sep, "/")
             assert rel in names, f"{rel} is not in the wheel"
+    # the code index reads one tree-sitter query file per language from the package
+    queries = os.path.join(REPO, "memory_core", "ingest", "queries")
+    scm = sorted(f for f in os.listdir(queries) if f.endswith(".scm"))
+    assert scm and all(f"memory_core/ingest/queries/{f}" in names for f in scm)
     # serve's /runbook reads the packaged copy: the text itself, not a link to a checkout
     with open(os.path.join(REPO, "alerts", "runbook.md"), encoding="utf-8") as fh:
         assert archive.read("telemetry/runbook.md").decode("utf-8") == fh.read()

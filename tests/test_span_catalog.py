@@ -13,7 +13,11 @@ from tests.conftest import REPO
 
 PACKAGES = ("memory_core", "probes", "telemetry", "memhealth")
 SHAPE = re.compile(r"^(memhealth|db|gen_ai|session|server|error|service|code|http|url)\.[a-z][a-z0-9_.]*$")
-NOT_ATTRIBUTES = {"memhealth.cmd_", "memhealth.capture_worker"}  # module names of the same shape
+NOT_ATTRIBUTES = {"memhealth.cmd_", "memhealth.capture_worker",  # module names of the same shape
+                  # the code index's meta keys (memory_core.ingest.code)
+                  "code.commit", "code.indexed_ns", "code.parser", "code.scope",
+                  # the code leg's meta key (memory_core.delivery.exists)
+                  "code.common_name_words"}
 
 
 def literals() -> dict[str, set[str]]:

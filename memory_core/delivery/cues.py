@@ -256,6 +256,29 @@ class Evaluation:
             for item_id, pattern, compiled, same_dir in rows:
                 if item_id not in found and (same_dir or re.match(compiled, rel)):
                     found[item_id] = Match(item_id, "path", f"{pattern} ~ {rel}/")
+        for m in self.match_defined(files):
+            found.setdefault(m.item_id, m)
+        return list(found.values())
+
+    def match_defined(self, files: list[str]) -> list[Match]:
+        """Symbol cues whose symbol the code index says is defined in one of `files`: a cue
+        follows its symbol to wherever the code now defines it (a renamed or split file)
+        without anyone editing the memory. One indexed join per file; nothing when the store
+        has no symbol cues or no code index."""
+        if not files or not self.has("symbol"):
+            return []
+        from memory_core.store.db import sqlite3
+
+        found: dict[int, Match] = {}
+        for rel in files:
+            try:
+                rows = self.conn.execute(
+                    "SELECT c.item_id, c.pattern, d.line_start FROM code_defs d JOIN cues c "
+                    "ON c.trigger = 'symbol' AND c.key = d.name WHERE d.path = ?", (rel,)).fetchall()
+            except sqlite3.OperationalError:  # a store opened without the migrations (no code tables)
+                return []
+            for item_id, pattern, line in rows:
+                found.setdefault(item_id, Match(item_id, "symbol", f"{pattern} defined at {rel}:{line}"))
         return list(found.values())
 
     def match_symbols(self, text: str) -> list[Match]:

@@ -47,6 +47,7 @@ import os
 import re
 import time
 
+from memory_core.delivery import exists
 from memory_core.delivery.intent import BUILD, DECISION, INVESTIGATION
 from memory_core.index import docfreq, fts
 from memory_core.outbox.spans import db_span
@@ -498,6 +499,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         else:
             by_source = curated if n_docs < n_all else None  # all curated: the cheap count
         small = n_docs < MIN_IDF_CORPUS
+        icfg = rarity_floor(icfg, n_docs, detail)
         overall: dict[str, int] = {}
         df = docfreq.doc_freqs(conn, list(dict.fromkeys(toks + topic)), by_source, overall)
         idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
@@ -546,11 +548,23 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
                               "name_cover": a["name_cover"], "identifiers": a["identifiers"]}
                              for a, _r in dnr[:MAX_ITEMS]]
 
+        # Leg 1b, what exists in the code: with no inventory entry or confirmed record named
+        # (they keep precedence), the code index's components, read from its rows.
+        code = None
+        if not dnr and not dead_ends and toks and intent in DNR_INTENTS and exists.has_index(conn):
+            with trace.span("inject.code") as code_span:
+                code, code_detail = exists.match(conn, prompt, said, topic, overall)
+                code_span.update({"memhealth.code.candidates": code_detail.get("code_candidates", 0),
+                                  "memhealth.code.matched": code is not None})
+            detail["code"] = code_detail
+            if code is not None:
+                code_detail["dnr"] = code.summary()
+
         # Leg 2, lineage and evidence: BM25 over curated sources, gated by rare words.
         # Cheapest first: without one distinctive prompt token nothing can pass this gate.
         scored = []
         retrieval_ms = (time.perf_counter() - t0) * 1000
-        if dnr or dead_ends or small or top_idf >= icfg["distinctive_idf"]:
+        if dnr or dead_ends or code or small or top_idf >= icfg["distinctive_idf"]:
             query = [t for t in present if small or idf[t] >= MIN_QUERY_IDF]
             if n_all > BM25_UNBOUNDED_MAX:
                 query, left_out = _bounded_query(conn, query, overall)
@@ -584,7 +598,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         pool = entry_scored + [a for a, _r in scored]
         first = dnr or dead_ends or passing
         best = first[0][0] if first else max(pool, key=lambda a: a["idf_sum"], default=None)
-        passed = len(dnr) + len(dead_ends) + len(lineage)
+        passed = len(dnr) + len(dead_ends) + len(lineage) + (code is not None)
         detail.update({"candidates": len(scored), "passed": passed})
         if best is not None:
             detail.update({"matched": best["matched"], "idf_sum": best["idf_sum"], "max_idf": best["max_idf"]})
@@ -604,6 +618,13 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
     # a dead end re-proposed first: it is what this prompt is about to repeat
     offered = [(a, r, "dead_end", []) for a, r in dead_ends[:MAX_DEAD_END]]
     offered += [(a, r, "dnr", _evidence(a, scored, icfg["min_matches"])) for a, r in dnr[:MAX_DNR]]
+    if code is not None:
+        arith = {"chunk_id": None, "code_id": code.id, "name": " ".join(code.words) or code.name,
+                 "matched_tokens": code.matched, "idf_sum": 0.0, "commit": exists.commit(conn)}
+        # a doc mentions the component when it writes its name, or every word of it
+        named_in = [e for e in _evidence(arith, scored, icfg["min_matches"])
+                    if code.name.lower() in (e[7] or "").lower() or set(exists.name_parts(code.name)) <= _words(e[7] or "")]
+        offered.append((arith, code, "code", named_in))
     offered += [(a, r, "thread", []) for a, r in lineage[:MAX_ITEMS * 2]]
     with trace.span("inject.session_cap") as span:
         chosen = _apply_caps(conn, offered, session_id, icfg)
@@ -613,10 +634,11 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         return InjectResult("capped", retrieval_ms=retrieval_ms, detail=detail)
 
     if root is not None:
-        chosen = _check_claims(root, chosen, detail, trace)
+        chosen = _check_claims(root, chosen, detail, trace, conn)
     chosen = _threads(conn, chosen, detail)
     text = render(chosen, intent, icfg["max_chars"])
-    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"]} for a, _r, b, _e in chosen]
+    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"]}
+                       | ({"code_id": a["code_id"]} if b == "code" else {}) for a, _r, b, _e in chosen]
     if icfg["mode"] == "off":
         detail["would_inject_chars"] = len(text)
         return InjectResult("suppressed_ablation", retrieval_ms=retrieval_ms, detail=detail)
@@ -625,6 +647,33 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
 
 
 DNR_INTENTS = frozenset({"build", "decision"})
+
+# How rare a word can be in a small store: a topic's own words are said at least in its item
+# and, often, in one place that mentions it. The configured gates (distinctive_idf 3.0, an
+# IDF sum of 7.0) were set on stores of hundreds of chunks; in a store of a few dozen no word
+# said twice reaches 3.0 (ln(56/3) = 2.93 at 55 chunks) and no two words reach 7.0, so every
+# re-proposal stayed silent. The gates never ask for more rarity than RARE_DF chunks can
+# show: a word in at most RARE_DF chunks is distinctive, and `min_matches` of them are
+# enough. Above ~100 chunks the floor is below the configured values and changes nothing.
+RARE_DF = 2
+
+
+def rarity_floor(icfg: dict, n_docs: int, detail: dict | None = None) -> dict:
+    """`icfg` with distinctive_idf and idf_sum_threshold lowered to what a word in RARE_DF of
+    `n_docs` chunks scores, when the configured ones ask for more; the effective values (and
+    the configured ones, when lowered) go into `detail`, the decision row."""
+    if n_docs < MIN_IDF_CORPUS:
+        return icfg  # the small-corpus rule (overlap only) applies instead
+    rare = fts.idf(n_docs, RARE_DF)
+    distinctive = min(icfg["distinctive_idf"], rare)
+    threshold = min(icfg["idf_sum_threshold"], icfg["min_matches"] * rare)
+    if distinctive == icfg["distinctive_idf"] and threshold == icfg["idf_sum_threshold"]:
+        return icfg
+    if detail is not None:
+        detail.update({"threshold": round(threshold, 3), "distinctive_idf": round(distinctive, 3),
+                       "rarity_floor": {"rare_df": RARE_DF, "configured_threshold": icfg["idf_sum_threshold"],
+                                        "configured_distinctive_idf": icfg["distinctive_idf"]}})
+    return {**icfg, "distinctive_idf": distinctive, "idf_sum_threshold": threshold}
 
 
 def _bounded_query(conn, query: list[str], overall: dict[str, int]) -> tuple[list[str], list[str]]:
@@ -686,10 +735,11 @@ def _apply_caps(conn, offered, session_id, icfg):
         for arith, row, block, evidence in offered:
             if len(chosen) >= MAX_ITEMS:
                 break
-            chunk_key = f"chunk:{row[0]}"
-            if counts.get(chunk_key, 0) >= 1 or counts.get(block, 0) >= caps[block]:
+            # a component from the code counts against the DO-NOT-REBUILD cap
+            chunk_key, cap = (f"code:{row.id}", "dnr") if block == "code" else (f"chunk:{row[0]}", block)
+            if counts.get(chunk_key, 0) >= 1 or counts.get(cap, 0) >= caps[cap]:
                 continue
-            for key in (chunk_key, block):
+            for key in (chunk_key, cap):
                 counts[key] = counts.get(key, 0) + 1
                 conn.execute(
                     "INSERT INTO deliveries(session_id, key, count, first_ns, last_ns) VALUES (?,?,1,?,?) "
@@ -760,11 +810,13 @@ def claimed_paths(root: str, value, transcript_ok: bool = True) -> list[str]:
     return out
 
 
-def stale_claim(root: str, kind: str | None, attrs: dict | None) -> str | None:
+def stale_claim(root: str, kind: str | None, attrs: dict | None, conn=None) -> str | None:
     """What makes an item's claim stale, or None. An inventory entry claims its `path:` exists;
     a confirmed record naming a project file (`path:`, else a `source:` that is a project file)
     claims it as it was when `recorded:`: the file gone, or changed since (mtime), refutes it.
-    One os.stat per named path; an item naming nothing checkable is never stale."""
+    One os.stat per named path; an item naming nothing checkable is never stale. With `conn`
+    the code index also judges the symbols it names (`exists.code_claim`): one no file
+    defines any more, or one that moved, and where it lives now."""
     kind, attrs = (kind or "").lower(), attrs or {}
     root = os.path.abspath(root)
     if kind in DNR_KINDS:
@@ -776,23 +828,30 @@ def stale_claim(root: str, kind: str | None, attrs: dict | None) -> str | None:
         since = recorded_at(attrs.get("recorded"))
     else:
         return None
+    why = None
     for rel in paths:
         try:
             st = os.stat(os.path.join(root, rel))
         except OSError:
-            return f"{rel} no longer exists"
+            why = f"{rel} no longer exists"
+            break
         if since is not None and not os.path.isdir(os.path.join(root, rel)) and st.st_mtime >= since[0]:
-            return f"{rel} changed after this was recorded on {since[1]}"
-    return None
+            why = f"{rel} changed after this was recorded on {since[1]}"
+            break
+    code = exists.code_claim(conn, attrs, paths, gone=why is not None) if conn is not None else None
+    return "; ".join(w for w in (why, code) if w) or None
 
 
-def _check_claims(root: str, chosen: list, detail: dict, trace) -> list:
+def _check_claims(root: str, chosen: list, detail: dict, trace, conn=None) -> list:
     """Re-block each chosen item whose claim the tree refutes as "stale_claim" (it was counted
     against its own block's per-session cap: the same item, told truthfully)."""
     out, stale = [], []
     with trace.span("inject.stale_claim") as span:
         for arith, row, block, evidence in chosen:
-            why = stale_claim(root, row[5], _attrs(row))
+            if block == "code":  # read from the code itself: nothing to refute
+                out.append((arith, row, block, evidence))
+                continue
+            why = stale_claim(root, row[5], _attrs(row), conn)
             if why is None:
                 out.append((arith, row, block, evidence))
                 continue
@@ -936,6 +995,27 @@ def _stale(arith: dict, row, budget: int) -> str:
     return "\n".join(lines)
 
 
+def _from_code(arith: dict, found, evidence, budget: int) -> str:
+    """A component read from the code: the definition, where it is, its one-line doc, the
+    commit the index read, and where the docs mention it."""
+    at = f" at {arith['commit'][:12]}" if arith.get("commit") else ""
+    lines = [f"DO-NOT-REBUILD? {_quoted(found.qualname or found.name)} already exists in the code "
+             f"({found.kind} at {found.path}:{found.line}) — read from the code{at}; building it again "
+             "would duplicate it.",
+             f"  definition: {clip(' '.join(str(found.signature or found.name).split()), 200)}"]
+    doc = exists.first_line(found.doc)
+    if doc:
+        lines.append(f"  doc: {clip(doc, min(budget, 300))}")
+    if found.why == "identifier":
+        lines.append(f"  the prompt names it: {found.name}")
+    else:
+        said = [f"{', '.join(found.detail.get(k) or [])} ({what})" for k, what in
+                (("name_words", "its name"), ("doc_words", "its doc")) if found.detail.get(k)]
+        lines.append(f"  shares: {'; '.join(said)}")
+    lines += [f"  mentioned in: {_where(e)} {_quoted(e[6] or e[2])} ({e[1]})" for e in evidence]
+    return "\n".join(lines)
+
+
 def render(chosen, intent: str, max_chars: int) -> str:
     """Frame each item with its provenance; the whole block stays under max_chars. A
     DO-NOT-REBUILD names the entry and where it lives; its evidence is one line each."""
@@ -943,6 +1023,9 @@ def render(chosen, intent: str, max_chars: int) -> str:
              "check it against the code before relying on it."]
     budget = max(max_chars - len(parts[0]) - 200, 200) // max(len(chosen), 1)
     for arith, row, block, evidence in chosen:
+        if block == "code":
+            parts.append(_from_code(arith, row, evidence, budget))
+            continue
         body = clip(_prose(row[7]), budget)
         matched = ", ".join(arith["matched_tokens"][:6])
         if block == "dead_end":

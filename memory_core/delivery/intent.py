@@ -130,16 +130,226 @@ DECISION = Phrases([
 
 
 def classify(prompt: str) -> tuple[str | None, str | None]:
-    """(intent, matched phrase): decision, investigation or build; (None, None) if none."""
-    padded, words = normalize(prompt[:16384])
+    """(intent, matched phrase): decision, investigation or build; (None, None) if none.
+
+    The phrase lists come first; then the grammar of requests (`request`): a clause that
+    asks for work in any words ("make the exporter retry", "we need a bulk export", "could
+    you put a limiter in front of it") reads as the work its verb names."""
+    text = prompt[:16384]
+    padded, words = normalize(text)
     for name, vocabulary in (("decision", DECISION), ("investigation", INVESTIGATION)):
         hit = vocabulary.search(padded, words)
         if hit:
             return name, hit
+    asked = request(text)
+    if asked is not None and asked[0] == "investigation":
+        return asked
     hit = BUILD.search(padded, words)
-    if hit:
+    if hit and asked is None and status_noun(text, hit):
+        return None, f"status:{hit}"  # "build is green again": the word names a thing
+    if hit or asked is not None:
         veto = BUILD_VETO.search(padded, words)
         if veto:
             return None, f"veto:{veto}"
-        return "build", hit
+        return ("build", hit) if hit else asked
     return None, None
+
+
+# -- the grammar of requests -------------------------------------------------------------------
+#
+# A request is a clause that asks for something to be done, whatever its verb: an imperative
+# ("make the exporter retry on 503", "serve the metrics on a socket"), or a request frame
+# before a verb ("let's", "could you", "please", "go ahead and", "time to", "we should", "I
+# want (you) to", "it would be nice to") or before the thing wished for ("we need a bulk
+# export", "I want capture to ignore subagents"). What it asks for is its verb's class: a
+# verb of making or changing is build work, a verb of looking is an investigation; a verb of
+# telling ("explain", "remind me") asks a question, and an operation ("run the tests", "push
+# the branch") or anything else asks for no work memory could speak to. A verb at the start
+# of a clause followed, within three words, by a finite verb ("build is green", "make target
+# works now") is a noun: a status, not a request. Questions led by a question word ("what
+# makes it slow?") are not requests; "could you ...?" is. The first clause that asks is the
+# prompt's request: a numbered list after it ("1. ... 2. Return a summary") is its details.
+
+CHANGE_VERBS = frozenset("""
+    make generate serve expose emit support teach give put persist store save cache record
+    track split move rename replace switch swap convert extend expand enable disable allow let
+    turn wrap hook plug connect route send export render return accept validate limit cap
+    throttle batch stream compress encrypt sign index shard partition schedule queue retry
+    poll notify alert expire evict prune compact strip trim filter sort group dedupe
+    deduplicate normalize normalise sanitize sanitise encode decode serialize serialise parse
+    load fetch upload sync mirror replicate backfill precompute prefetch memoize bound guard
+    lock pin mark tag label annotate document expose surface keep drop remove delete
+    deprecate prevent skip ignore handle catch raise change update tweak adjust tune
+    configure parametrize parametrise rework redo restructure reorganize reorganise simplify
+    optimize optimise harden speed have ensure store log emit count measure split show
+    display print provide offer bring attach detach embed vectorize reindex rebuild rotate
+    bump migrate automate schedule package bundle vendor inline extract factor collapse
+    merge-in
+""".split()) | frozenset(v for v in BUILD.words)
+LOOK_VERBS = frozenset({"check", "see", "look", "find", "inspect", "examine", "investigate",
+                        "trace", "bisect", "profile", "diagnose", "debug", "verify", "figure",
+                        "analyze", "analyse", "review", "understand", "study", "audit", "explore",
+                        "research"})
+TELL_VERBS = frozenset({"explain", "tell", "describe", "summarize", "summarise", "remind",
+                        "list", "walk", "clarify", "say", "recap", "answer", "define"})
+# "show"/"print"/"list" tell when their object is the speaker ("show me"); otherwise they change output
+TELL_OBJECTS = frozenset({"me", "us"})
+_FILLERS = frozenset({"ok", "okay", "so", "now", "next", "then", "also", "and", "hey", "alright",
+                      "right", "cool", "great", "please", "pls", "first", "finally", "lastly", "oh"})
+_FINITE = frozenset({"is", "are", "was", "were", "isn't", "aren't", "wasn't", "works", "worked",
+                     "passes", "passed", "fails", "failed", "finished", "finishes", "succeeded",
+                     "looks", "looked", "seems", "seemed", "ran", "broke", "has", "went", "got"})
+_QUESTION_LEADS = frozenset({"what", "why", "how", "who", "whom", "whose", "where", "when", "which",
+                             "is", "are", "was", "were", "does", "do", "did", "has", "have", "am"})
+_YOU = frozenset({"you", "we", "u"})
+_MODALS = frozenset({"could", "can", "would", "will"})
+_WISH = frozenset({"want", "need", "like", "wish", "love"})
+_SUBJECTS = frozenset({"i", "we", "i'd", "we'd"})
+_COMPLEMENTS = frozenset({"for", "on", "in", "to", "that", "which", "with", "from", "of", "per",
+                         "across", "behind", "around", "so", "into", "between", "when", "where"})
+_IDIOMS = (("make", "sense"), ("makes", "sense"))
+_SPLIT = str.maketrans({c: "|" for c in ".!?;:\n,()"})
+_WORD_PUNCT = str.maketrans({c: " " for c in "\"#$%&*+/<=>@[\\]^_`{}~\t\r\u201c\u201d"})
+
+
+_NOT_OBJECT_LEADS = frozenset({"a", "an", "the", "this", "that", "these", "those", "my", "our",
+                               "your", "its", "their", "it", "them", "me", "us", "what", "why",
+                               "how", "who", "where", "when", "which", "whether", "if", "sure"})
+
+
+def _status_at(words: list[str], i: int, width: int = 1) -> bool:
+    """Is the word (or `width` words) at i a noun starting a status? Followed by a finite
+    verb ("build is green", "set up is done"), or by one more noun and then a finite verb
+    ("make target works now", "generate step passed")."""
+    after = words[i + width:i + width + 2]
+    if not after:
+        return False
+    return after[0] in _FINITE or (len(after) > 1 and after[0] not in _NOT_OBJECT_LEADS
+                                   and after[1] in _FINITE)
+
+
+def _clauses(prompt: str) -> list[list[str]]:
+    text = prompt.lower().replace("\u2019", "'").replace("\u2018", "'")
+    return [clause.translate(_WORD_PUNCT).split() for clause in text.translate(_SPLIT).split("|")]
+
+
+def status_noun(prompt: str, phrase: str) -> bool:
+    """Does every clause that starts with `phrase` use it as a noun of a status, and no other
+    clause hold it? ("build is green again", "set up is done on my machine")."""
+    seq = phrase.split()
+    starts = 0
+    for words in _clauses(prompt):
+        i = 0
+        while i < len(words) and words[i] in _FILLERS:
+            i += 1
+        if words[i:i + len(seq)] == seq:
+            if not _status_at(words, i, len(seq)):
+                return False
+            starts += 1
+        elif any(words[k:k + len(seq)] == seq for k in range(len(words))):
+            return False
+    return starts > 0
+
+
+def request(prompt: str) -> tuple[str, str] | None:
+    """(intent, "frame verb") of the first clause of `prompt` that asks for build work or an
+    investigation in any words; None when no clause does (see the comment above)."""
+    # the first clause that asks for something is the prompt's request; the clauses after it
+    # (a numbered list of what to look at, "return a summary") are its details
+    for words in _clauses(prompt):
+        got = _clause_request(words)
+        if got is not None:
+            return got
+    return None
+
+
+def _clause_request(words: list[str]) -> tuple[str, str] | None:
+    i, n = 0, len(words)
+    while i < n and words[i] in _FILLERS:
+        i += 1
+    if i >= n or words[i] in _QUESTION_LEADS:
+        return None
+    w = words[i]
+    frame = ""
+    if w in ("let's", "lets") or (w == "let" and i + 1 < n and words[i + 1] == "us"):
+        frame, i = w if w != "let" else "let us", i + (2 if w == "let" else 1)
+    elif w in _MODALS and i + 1 < n and words[i + 1] in _YOU:
+        frame, i = f"{w} {words[i + 1]}", i + 2
+    elif w in ("go", "time", "it's", "it") and _to_frame(words, i):
+        j = _to_frame(words, i)
+        frame, i = " ".join(words[i:j]), j
+    elif w in _SUBJECTS or w in ("you",):
+        return _wish(words, i)
+    else:
+        return _verb(words, i, "", imperative=True)
+    while i < n and words[i] in ("please", "just", "also", "maybe", "now"):
+        i += 1
+    return _verb(words, i, frame, imperative=False)
+
+
+def _to_frame(words: list[str], i: int) -> int:
+    """The index after "go ahead and", "time to", "it's time to", "it would be nice|good|great
+    to"; 0 when none starts at i."""
+    seqs = (("go", "ahead", "and"), ("time", "to"), ("it's", "time", "to"), ("it", "is", "time", "to"))
+    for seq in seqs:
+        if tuple(words[i:i + len(seq)]) == seq:
+            return i + len(seq)
+    if words[i:i + 3] == ["it", "would", "be"] and len(words) > i + 4 and words[i + 4] == "to":
+        return i + 5
+    return 0
+
+
+def _wish(words: list[str], i: int) -> tuple[str, str] | None:
+    """ "we need a bulk export", "I want capture to ignore X", "I'd like to add Y", "we
+    should cap Z", "you should persist W"."""
+    n = len(words)
+    subject = words[i]
+    i += 1
+    if i < n and words[i] in ("really", "just", "also", "still", "now", "actually"):
+        i += 1
+    if i >= n:
+        return None
+    w = words[i]
+    if w in ("should", "must") or (w in ("have", "need", "got") and i + 1 < n and words[i + 1] == "to"):
+        step = 1 if w in ("should", "must") else 2
+        return _verb(words, i + step, f"{subject} {' '.join(words[i:i + step])}", imperative=False)
+    if w in ("would", "'d") and i + 1 < n and words[i + 1] == "like":
+        i += 1
+        w = "like"
+    if subject.endswith("'d") and w == "like" or w in _WISH:
+        frame = f"{subject} {w}"
+        i += 1
+        if i < n and words[i] == "you":
+            i += 1
+        if i < n and words[i] == "to":
+            return _verb(words, i + 1, frame + " to", imperative=False)
+        # the thing wished for, specified: "we need retries on the sender", "a panel for
+        # capture latency", "capture to ignore subagents"; "I need a break" asks for no work
+        if i < n and words[i] not in ("it", "that", "this", "them", "more", "some", "sure") \
+                and any(w in _COMPLEMENTS for w in words[i + 1:]):
+            return ("build", frame)
+    return None
+
+
+def _verb(words: list[str], i: int, frame: str, imperative: bool) -> tuple[str, str] | None:
+    n = len(words)
+    if i >= n:
+        return None
+    verb = words[i]
+    nxt = words[i + 1] if i + 1 < n else ""
+    if imperative and (_status_at(words, i) or (verb, nxt) in _IDIOMS):
+        return None  # a noun that starts a status ("build is green", "make target works now")
+    if verb == "let" and nxt in ("me", "it"):
+        return None  # "let me know", "let it be": no work asked
+    phrase = f"{frame} {verb}".strip()
+    if verb in TELL_VERBS:
+        return None
+    if verb in ("show", "print", "list", "display") and nxt in TELL_OBJECTS:
+        return None
+    if verb in LOOK_VERBS:
+        return ("investigation", phrase)
+    if verb == "set" and nxt == "up":
+        return ("build", f"{phrase} up")
+    if verb in CHANGE_VERBS:
+        return ("build", phrase)
+    return None

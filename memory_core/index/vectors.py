@@ -423,23 +423,24 @@ def coverage(conn) -> tuple[int, int]:
     return with_vector, total
 
 
-def missing(conn, limit: int, after: int = 0) -> list[int]:
-    """Up to `limit` ids of chunks without a vector, ascending, greater than `after`;
-    every chunk when no vector table exists yet."""
+def missing(conn, limit: int, after: int = 0, source: str | None = None) -> list[int]:
+    """Up to `limit` ids of chunks without a vector, ascending, greater than `after` (of
+    one `source` when given); every chunk when no vector table exists yet."""
+    where, args = ("id > ? AND source = ?", (after, source)) if source else ("id > ?", (after,))
     if _ready(conn) is None:
         if not has_table(conn):
             return [r[0] for r in conn.execute(
-                "SELECT id FROM chunks WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
+                f"SELECT id FROM chunks WHERE {where} ORDER BY id LIMIT ?", (*args, limit))]
         return []  # a table we cannot read: nothing can be backfilled here
     if layout(conn) == "legacy":
         return [r[0] for r in conn.execute(
-            f"SELECT id FROM chunks WHERE id > ? AND id NOT IN (SELECT rowid FROM {TABLE}) "
-            f"ORDER BY id LIMIT ?", (after, limit))]
+            f"SELECT id FROM chunks WHERE {where} AND id NOT IN (SELECT rowid FROM {TABLE}) "
+            f"ORDER BY id LIMIT ?", (*args, limit))]
     # NOT EXISTS seeks per chunk and stops at `limit`; NOT IN would read every vector first
     return [r[0] for r in conn.execute(
-        f"SELECT id FROM chunks WHERE id > ? AND NOT EXISTS "
+        f"SELECT id FROM chunks WHERE {where} AND NOT EXISTS "
         f"(SELECT 1 FROM {EXACT_TABLE} WHERE chunk_id = chunks.id) ORDER BY id LIMIT ?",
-        (after, limit))]
+        (*args, limit))]
 
 
 def delete_for_chunks(conn, ids: Iterable[int]) -> int:

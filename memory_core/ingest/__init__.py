@@ -1,4 +1,4 @@
-"""Ingesters: docs, memory files, ledgers, transcripts and git history into the store.
+"""Ingesters: docs, memory files, ledgers, transcripts, git history and the code index.
 
     report = run_ingest(conn, project_root, cfg)                  # every source
     report = run_ingest(conn, root, cfg, sources=["transcript"], budget_s=5.0)
@@ -11,8 +11,13 @@ append-only files) saved in the transaction that writes its chunks. A run has a 
 budget; past it the run stops between files (or between steps of a large file), logs an
 ingest_log row with outcome "budget", and the next run resumes. A file that fails is
 logged (outcome "error", reason family, detail) and retried next run: its watermark is not
-advanced. When [embedding].url is set, new chunks are embedded in batches; an embedding
-failure is a recorded degradation, never an ingest failure.
+advanced.
+
+Text first, vectors after: when [embedding].url is set, the run embeds only once every
+source's text is in, with what is left of its budget (memory_core.ingest.vectorize: memory
+and ledgers first, resumable, every chunk without a vector, not only this run's). A slow
+embedding server delays vectors, never the lexical index; an embedding failure is a
+recorded degradation, never an ingest failure.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import json
 import time
 
+from memory_core.delivery import exists
 from memory_core.errors import StoreError
 from memory_core.index import docfreq
 from memory_core.ingest import store, watermark
@@ -32,6 +38,7 @@ from memory_core.ingest.base import (
     SourceReport,
     UnknownSource,
 )
+from memory_core.ingest.code import ingest_code
 from memory_core.ingest.docs import ingest_docs
 from memory_core.ingest.git import ingest_git
 from memory_core.ingest.ledgers import ingest_ledgers
@@ -42,7 +49,7 @@ from memory_core.store.db import write
 DOCFREQ_REFRESH_S = 2.0  # at most this of an ingest's budget re-counts stale word frequencies
 
 INGESTERS = {"docs": ingest_docs, "memory": ingest_memory, "ledger": ingest_ledgers,
-             "transcript": ingest_transcripts, "git": ingest_git}
+             "transcript": ingest_transcripts, "git": ingest_git, "code": ingest_code}
 
 __all__ = ["META_TRANSCRIPT_DIR", "SOURCES", "IngestReport", "SourceReport", "UnknownSource",
            "resolve_sources", "run_ingest"]
@@ -51,7 +58,8 @@ __all__ = ["META_TRANSCRIPT_DIR", "SOURCES", "IngestReport", "SourceReport", "Un
 def resolve_sources(names, cfg=None) -> list[str]:
     """Canonical source names, in ingest order; all enabled sources when `names` is empty."""
     if not names:
-        return [s for s in SOURCES if s != "git" or cfg is None or cfg["ingest"]["git"]]
+        return [s for s in SOURCES if (s != "git" or cfg is None or cfg["ingest"]["git"])
+                and (s != "code" or cfg is None or cfg["ingest"]["code"])]
     wanted = set()
     for name in names:
         canonical = ALIASES.get(name.lower(), name.lower())
@@ -75,35 +83,32 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
     run = Run(conn, project_root, cfg, budget, progress)
     run.pooled = pooled
     report = IngestReport(budget_s=budget)
-    if cfg["embedding"]["url"]:
-        from memory_core.ingest.vectorize import VectorSink
-
-        run.vectors = VectorSink(conn, cfg, report, run)
     root_span = trace.span("ingest", **{"memhealth.ingest.sources": ",".join(names),
                                         "memhealth.ingest.budget_s": budget}) if trace else None
     stopped_at = None
-    try:
-        for name in names:
-            rep = report.sources[name] = SourceReport()
-            if stopped_at is not None:
-                continue
-            span = trace.span(f"ingest {name}", parent=root_span) if trace else None
-            t0 = run.clock()
-            try:
-                INGESTERS[name](run, rep)
-            except BudgetExhausted:
-                stopped_at = name
-            rep.elapsed_s = run.clock() - t0
-            if span is not None:
-                span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
-                             if isinstance(v, (int, float))})
-                span.end()
-            if stopped_at is None:
-                _finish_source(conn, name, rep)
-    finally:
-        if run.vectors is not None:
-            run.vectors.flush()
-            run.vectors.close()
+    for name in names:
+        rep = report.sources[name] = SourceReport()
+        if stopped_at is not None:
+            continue
+        span = trace.span(f"ingest {name}", parent=root_span) if trace else None
+        t0 = run.clock()
+        try:
+            INGESTERS[name](run, rep)
+            if name == "code":  # what the prompt hook's code leg would count per prompt
+                exists.refresh_common(conn)
+        except BudgetExhausted:
+            stopped_at = name
+        rep.elapsed_s = run.clock() - t0
+        if span is not None:
+            span.update({f"memhealth.ingest.{k}": v for k, v in rep.to_dict().items()
+                         if isinstance(v, (int, float))})
+            # a source's own counts (the code index: files parsed, failed, definitions, the
+            # commit read), e.g. memhealth.ingest.code.failed
+            span.update({f"memhealth.ingest.{name}.{k}": v for k, v in rep.extra.items()
+                         if isinstance(v, (int, float, str)) and not isinstance(v, bool)})
+            span.end()
+        if stopped_at is None:
+            _finish_source(conn, name, rep)
     if stopped_at is not None:
         report.budget_exhausted = True
         not_reached = names[names.index(stopped_at) + 1:]
@@ -119,6 +124,11 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
                 report.frequencies_recounted = docfreq.refresh(conn, min(left, DOCFREQ_REFRESH_S))
             except StoreError:
                 pass  # locked or read-only: the next prompt counts them
+    if cfg["embedding"]["url"]:
+        # text first, vectors after: only now, with what is left of the budget; the sources
+        # asked for, and a run of every enabled source takes on the whole backlog
+        _vector_phase(conn, cfg, report, run, trace, root_span,
+                      None if set(names) >= set(resolve_sources(None, cfg)) else names)
     report.elapsed_s = run.clock() - run.started
     if root_span is not None:
         root_span.update({"memhealth.ingest.chunks_added": report.chunks_added,
@@ -128,6 +138,22 @@ def run_ingest(conn, project_root: str, cfg, sources: list[str] | None = None,
             root_span.fail(f"{report.errors} file(s) failed", "ingest_error")
         root_span.end()
     return report
+
+
+def _vector_phase(conn, cfg, report, run, trace, parent, sources=None) -> None:
+    """After the text: embed what has no vector within the rest of the budget (a text phase
+    that used it all leaves the vectors to the next run, or to `memhealth embed`)."""
+    from memory_core.ingest.vectorize import VectorPhase
+
+    span = trace.span("ingest vectors", parent=parent) if trace else None
+    t0 = run.clock()
+    VectorPhase(conn, cfg, report, run, None if sources is None else tuple(sources)).run()
+    if span is not None:
+        span.update({"memhealth.ingest.vectors_embedded": report.vectors_embedded,
+                     "memhealth.ingest.vectors_pending": report.vectors_pending,
+                     "memhealth.ingest.vectors_backfill": report.vectors_backfill,
+                     "memhealth.ingest.elapsed_s": round(run.clock() - t0, 4)})
+        span.end()
 
 
 def _finish_source(conn, name: str, rep: SourceReport) -> None:

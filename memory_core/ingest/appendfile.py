@@ -141,8 +141,6 @@ def _sync_one(run: Run, source: str, rel: str, path: str, mark, parse: LineParse
             report.chunks_added += len(added)
             report.malformed += malformed
             report.filtered += filtered
-            if run.vectors is not None and added:
-                run.vectors.add(added)
             offset = new_offset
         if consumed_any and state.get("more"):
             state["more"] = False  # the last full step ended exactly at the end of the file

@@ -19,7 +19,9 @@ from memory_core.errors import MemoryCoreError
 # Signal weights by source (default 10), as in the paper's reference harness.
 SIGNAL_WEIGHTS: dict[str, float] = {"docs": 10.0, "memory": 40.0, "ledger": 30.0,
                                     "transcript": 10.0, "git": 15.0}
-SOURCES: tuple[str, ...] = ("docs", "memory", "ledger", "transcript", "git")
+# `code` writes no chunks: it fills the code index (memory_core.ingest.code); it runs last,
+# so a cold index of a large tree never holds up the memory a session reads.
+SOURCES: tuple[str, ...] = ("docs", "memory", "ledger", "transcript", "git", "code")
 # Config and CLI spell some sources in the plural; chunks and watermarks use the singular.
 ALIASES: dict[str, str] = {"doc": "docs", "ledgers": "ledger", "transcripts": "transcript",
                            "commits": "git"}
@@ -43,12 +45,14 @@ class SourceReport:
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     summary: dict = field(default_factory=dict, repr=False)  # extra state for the "*" row
+    extra: dict = field(default_factory=dict)  # a source's own counts (code: files, defs, ...)
 
     def to_dict(self) -> dict:
         return {"files_seen": self.files_seen, "files_changed": self.files_changed,
                 "chunks_added": self.chunks_added, "chunks_removed": self.chunks_removed,
                 "errors": self.errors, "malformed": self.malformed, "filtered": self.filtered,
-                "notes": list(self.notes), "elapsed_s": round(self.elapsed_s, 4)}
+                "notes": list(self.notes), "elapsed_s": round(self.elapsed_s, 4),
+                **({"code": dict(self.extra)} if self.extra else {})}
 
 
 @dataclass
@@ -64,6 +68,7 @@ class IngestReport:
     vectors_pending: int = 0
     vectors_state: str = "not_configured"   # not_configured | ok | degraded | unavailable
     vectors_detail: str = ""
+    vectors_backfill: str = ""              # after the vector phase: done | budget | degraded
 
     @property
     def errors(self) -> int:
@@ -93,7 +98,8 @@ class IngestReport:
             "errors": self.errors, "elapsed_s": round(self.elapsed_s, 4),
             "budget_s": self.budget_s, "budget_exhausted": self.budget_exhausted,
             "vectors": {"state": self.vectors_state, "embedded": self.vectors_embedded,
-                        "pending": self.vectors_pending, "detail": self.vectors_detail},
+                        "pending": self.vectors_pending, "detail": self.vectors_detail,
+                        "backfill": self.vectors_backfill},
         }
 
 
@@ -122,7 +128,6 @@ class Run:
         self.progress = progress
         self.worked = False
         self.now_ns = time.time_ns()
-        self.vectors = None       # set by run_ingest when embeddings are configured
         self.pooled = True        # embed through httpx (many calls); False in a hook
 
     def out_of_time(self) -> bool:

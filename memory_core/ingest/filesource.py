@@ -194,8 +194,6 @@ def _flush(run: Run, source: str, batch, weight: float, report: SourceReport) ->
                 report.files_changed += 1
                 added_all.extend(added)
             watermark.save(run.conn, source, rel, st.st_mtime_ns, st.st_size, None, state)
-    if run.vectors is not None and added_all:
-        run.vectors.add(added_all)
 
 
 def record_failure(run: Run, source: str, path: str, reason: str, detail: str, report: SourceReport) -> None:

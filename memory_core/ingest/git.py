@@ -130,8 +130,6 @@ def ingest_git(run: Run, report: SourceReport) -> None:
     run.worked = True
     report.files_changed = 1
     report.chunks_added += len(added_all)
-    if run.vectors is not None and added_all:
-        run.vectors.add(added_all)
 
 
 def _fail(run: Run, report: SourceReport, reason: str, detail: str) -> None:

@@ -58,8 +58,9 @@ INDEX_KIND = "index"
 SUBSYSTEM_KIND = "subsystem"
 # records written by `memhealth triage` (memory_core/records/triage.py render_record)
 RECORD_KINDS = frozenset({"decision", "dead_end", "dead-end", "correction"})
-RECORD_KEYS = ("status", "recorded", "source", "path", "candidate", "supersedes", "superseded_by")
-_SECTION_KEY = re.compile(r"^(path|aliases)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
+RECORD_KEYS = ("status", "recorded", "source", "path", "symbols", "candidate", "supersedes", "superseded_by")
+# `symbols:` names the code identifiers an item claims (checked against the code index)
+_SECTION_KEY = re.compile(r"^(path|aliases|symbols)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
 
 
 def is_index(rel: str, kind: str = "") -> bool:
@@ -81,7 +82,7 @@ def _subsystem_attrs(piece: Piece, fields: dict, one_file: bool) -> dict:
     found = {k.lower(): v.strip().strip("`") for k, v in _SECTION_KEY.findall(piece.content)}
     name = fields.get("name", "").strip() if one_file else piece.title.split(" > ")[-1]
     attrs = {"name": name or piece.title}
-    for key in ("path", "aliases"):
+    for key in ("path", "aliases", "symbols"):
         value = found.get(key) or (fields.get(key, "").strip() if one_file else "")
         if value:
             attrs[key] = value

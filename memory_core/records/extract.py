@@ -211,14 +211,84 @@ def classify(sentence: str, role: str) -> list[str]:
     return kinds
 
 
+# A dead end stated by reference names what was tried only by a pronoun ("That approach is a
+# dead end.", "It made no difference, so we abandoned it.", "We ruled it out.") or not at all
+# ("Abandoned: it lost spans."): what was tried is in the sentence before, and the record must
+# carry it. Leading connectives are skipped; a demonstrative with a generic noun is a pronoun.
+_CONNECTIVES = frozenset({"but", "so", "and", "sadly", "unfortunately", "alas", "in", "the", "end",
+                          "anyway", "well", "however", "ultimately", "honestly", "still", "then", "yet"})
+_PRONOUNS = frozenset({"it", "this", "that", "these", "those", "they", "which", "neither", "both",
+                       "it's", "that's", "itself"})
+_GENERIC = frozenset({"approach", "idea", "route", "path", "attempt", "change", "fix", "experiment",
+                      "one", "option", "plan", "trick", "hack", "version", "way", "solution", "thing",
+                      "patch", "design", "direction"})
+_OBJECT_PRONOUN = re.compile(
+    r"\b(?:ruled|abandon(?:ed|ing)?|revert(?:ed|ing)?|rolled|backed|dropped|gave\s+up\s+on|giving\s+up\s+on|"
+    r"tried|scrapped|ditched)\s+(?:it|this|that|them|those|these)\b", _F)
+_LEAD_WORDS = re.compile(r"[A-Za-z'\u2019]+")
+
+
+def by_reference(sentence: str) -> bool:
+    """Does this dead-end sentence name what was tried only by reference (a pronoun or a
+    demonstrative with a generic noun as its subject, a pronoun as the object of its
+    trigger verb, or no subject at all: it starts with the trigger)?"""
+    words = [w.lower().replace("\u2019", "'") for w in _LEAD_WORDS.findall(sentence[:200])]
+    i = 0
+    while i < len(words) - 1 and words[i] in _CONNECTIVES:
+        i += 1
+    if not words[i:]:
+        return False
+    first = words[i]
+    if first in _PRONOUNS and (first not in ("this", "that", "these", "those")
+                               or i + 1 >= len(words) or words[i + 1] in _GENERIC
+                               or words[i + 1] in _VERBISH):
+        return True
+    if _OBJECT_PRONOUN.search(sentence):
+        return True
+    m = DEAD_END.search(sentence)
+    return m is not None and not sentence[:m.start()].strip(" \t*_\"'(")
+
+
+# what follows a demonstrative used as a pronoun ("That did not work", "This was a dead end")
+_VERBISH = frozenset({"is", "was", "did", "didn't", "does", "doesn't", "made", "turned", "never",
+                      "failed", "broke", "went", "won't", "wouldn't", "isn't", "wasn't", "just",
+                      "also", "only", "approach", "has", "had", "got", "ended", "proved"})
+
+
+def _with_antecedent(before: list[str], sentence: str) -> str:
+    """The sentence(s) before that state what was tried, joined to `sentence` (one sentence,
+    two when the nearer is itself by reference or too short to name anything)."""
+    take = before[-1:]
+    if before and (len(before[-1]) < 40 or by_reference(before[-1])) and len(before) > 1:
+        take = before[-2:]
+    return " ".join([*take, sentence])
+
+
+def _cut(statement: str) -> str:
+    if len(statement) <= MAX_STATEMENT_CHARS:
+        return statement
+    return statement[:MAX_STATEMENT_CHARS].rsplit(" ", 1)[0] + "…"
+
+
 def extract_text(text: str, role: str) -> list[tuple[str, str]]:
-    """(kind, statement) for every sentence of `text` that states a record."""
-    found = []
-    for sentence in sentences(text):
-        for kind in classify(sentence, role):
-            statement = sentence if len(sentence) <= MAX_STATEMENT_CHARS else \
-                sentence[:MAX_STATEMENT_CHARS].rsplit(" ", 1)[0] + "…"
-            found.append((kind, statement))
+    """(kind, statement) for every sentence of `text` that states a record. A dead end
+    stated by reference (`by_reference`) carries the sentence(s) before it that say what was
+    tried; when that sentence was already a dead end, the two are one record."""
+    found: list[tuple[str, str]] = []
+    said = sentences(text)
+    last_dead_end = None  # (index in found, index in said) of the previous sentence's dead end
+    for at, sentence in enumerate(said):
+        kinds = classify(sentence, role)
+        for kind in kinds:
+            if kind == "dead_end" and at > 0 and by_reference(sentence):
+                if last_dead_end is not None and last_dead_end[1] == at - 1:
+                    k, prev = found[last_dead_end[0]]
+                    found[last_dead_end[0]] = (k, _cut(f"{said[at - 1]} {sentence}"))
+                    continue
+                found.append((kind, _cut(_with_antecedent(said[:at], sentence))))
+            else:
+                found.append((kind, _cut(sentence)))
+        last_dead_end = (len(found) - 1, at) if "dead_end" in kinds and found else None
     return found
 
 

@@ -96,6 +96,8 @@ def _one_line(text: str) -> str:
 def render_record(item: dict, recorded: str, links: dict | None = None) -> str:
     """The memory file of a confirmed record; `links` are its lineage keys (`supersedes`,
     `superseded_by`: candidate ids of the decisions it replaces / that replace it)."""
+    if item["kind"] == "subsystem":
+        return render_subsystem(item, recorded)
     label = {"decision": "Decision", "dead_end": "Dead end", "correction": "Correction"}[item["kind"]]
     lines = ["---",
              f"name: {_one_line(item['title'])}",
@@ -116,6 +118,30 @@ def render_record(item: dict, recorded: str, links: dict | None = None) -> str:
     if also:
         lines += ["", "Also said:"]
         lines += [f"- {_one_line(a['statement'])} ({provenance(a)})" for a in also]
+    return "\n".join(lines) + "\n"
+
+
+def render_subsystem(item: dict, recorded: str) -> str:
+    """The inventory entry of a confirmed component read from the code (memory_core.records.
+    inventory): one subsystem per file, `path:` where it lives (a package's folder)."""
+    where = item["transcript"]
+    if item["statement"].startswith("package ") and "/" in where:
+        where = where.rsplit("/", 1)[0]
+    lines = ["---",
+             f"name: {_one_line(item['title'])}",
+             f"description: {_one_line(item['statement'])}",
+             "type: subsystem",
+             "status: confirmed",
+             f"recorded: {recorded}",
+             f"source: {provenance(item)}",
+             f"candidate: {item['id']}",
+             f"path: {where}",
+             "---",
+             f"# {_one_line(item['title'])}",
+             "",
+             f"Exists: {item['statement'].strip()}",
+             "",
+             f"Source: {provenance(item)}."]
     return "\n".join(lines) + "\n"
 
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 # Keys more than one layer reads (the rest belong to the module that writes them).
 TRANSCRIPT_DIR = "last_transcript_dir"  # the directory a hook saw Claude Code's transcript in
+# how far ingest's vector phase got (JSON: state done | budget | degraded, ts_ns, embedded,
+# with_vector, chunks, detail); written by memory_core.ingest.vectorize, read by the gate
+VECTORS_BACKFILL = "vectors.backfill"
 
 
 def get_meta(conn, key: str, default: str | None = None) -> str | None:

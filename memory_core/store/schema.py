@@ -473,6 +473,91 @@ CREATE TABLE context_blocks (
 CREATE INDEX context_blocks_by_session ON context_blocks(session_id, ts_ns);
 CREATE INDEX context_blocks_by_ts ON context_blocks(ts_ns);
 """),
+    (9, "the code index: files by git blob, their definitions, the files that mention each name", """
+-- memory_core.ingest.code writes these from the tree at HEAD (the commit is meta code.commit);
+-- memory_core.index.code reads them. A file is parsed again only when its blob changes.
+-- status: ok | failed (error says why; ingest went on) | skipped (too large, generated).
+-- refs_blob: the blob whose mentions code_refs holds for this path (NULL: not counted yet).
+CREATE TABLE code_files (
+    path       TEXT PRIMARY KEY,
+    blob       TEXT NOT NULL,
+    lang       TEXT,
+    status     TEXT NOT NULL,
+    error      TEXT,
+    n_defs     INTEGER NOT NULL DEFAULT 0,
+    indexed_ns INTEGER NOT NULL,
+    refs_blob  TEXT
+) WITHOUT ROWID;
+-- kind: module | package | class | function | method | type | interface | trait | struct | enum.
+-- component: what a reader means by a subsystem (docs/concepts/code-index.md); rank: how
+-- many other files mention the name (code_refs). words: the name split into lower-case words
+-- (GZipMiddleware -> "gzip middleware"), for matching a prompt's words.
+CREATE TABLE code_defs (
+    id         INTEGER PRIMARY KEY,
+    path       TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    qualname   TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end   INTEGER NOT NULL,
+    signature  TEXT,
+    doc        TEXT,
+    exported   INTEGER NOT NULL DEFAULT 0,
+    component  INTEGER NOT NULL DEFAULT 0,
+    rank       REAL NOT NULL DEFAULT 0,
+    words      TEXT
+);
+CREATE INDEX code_defs_name ON code_defs(name);
+CREATE INDEX code_defs_path ON code_defs(path, line_start);
+CREATE INDEX code_defs_components ON code_defs(rank DESC) WHERE component = 1;
+-- how many times each defined name occurs in each file (identifier tokens)
+CREATE TABLE code_refs (
+    name TEXT NOT NULL,
+    path TEXT NOT NULL,
+    n    INTEGER NOT NULL,
+    PRIMARY KEY (name, path)
+) WITHOUT ROWID;
+CREATE INDEX code_refs_path ON code_refs(path);
+-- the names whose mentions code_refs holds in every counted file (a name defined for the
+-- first time is searched for in the files that did not change)
+CREATE TABLE code_names (
+    name TEXT PRIMARY KEY
+) WITHOUT ROWID;
+-- the components' words and docs, for a prompt's words to find them without scanning
+-- code_defs; kept by triggers in the transaction that writes the definition
+CREATE VIRTUAL TABLE code_fts USING fts5(words, doc, tokenize='porter unicode61');
+CREATE TRIGGER code_defs_fts_ai AFTER INSERT ON code_defs WHEN new.component = 1 BEGIN
+    INSERT INTO code_fts(rowid, words, doc) VALUES (new.id, new.words, new.doc);
+END;
+CREATE TRIGGER code_defs_fts_ad AFTER DELETE ON code_defs WHEN old.component = 1 BEGIN
+    DELETE FROM code_fts WHERE rowid = old.id;
+END;
+"""),
+    (10, "the code's documented public functions, for a build prompt to find what exists", """
+-- memory_core.delivery.exists reads this beside code_fts: a Go middleware (Compress,
+-- Throttle) or a JavaScript helper (toFormData) is an exported, documented function, not a
+-- component, and still what a prompt proposing to build it re-proposes. A function named as
+-- its exported module counts as exported (`export default formDataToJSON;` in
+-- formDataToJSON.js). Kept by triggers in the transaction that writes the definition (a
+-- file's module row is written before its functions); methods are left out (their class
+-- speaks).
+CREATE VIRTUAL TABLE code_api_fts USING fts5(words, doc, tokenize='porter unicode61');
+INSERT INTO code_api_fts(rowid, words, doc)
+    SELECT id, words, doc FROM code_defs AS d
+    WHERE component = 0 AND kind = 'function' AND coalesce(doc, '') != '' AND (exported = 1 OR EXISTS (
+        SELECT 1 FROM code_defs m WHERE m.path = d.path AND m.kind = 'module' AND m.name = d.name
+        AND m.exported = 1));
+CREATE TRIGGER code_defs_api_ai AFTER INSERT ON code_defs
+    WHEN new.component = 0 AND new.kind = 'function' AND coalesce(new.doc, '') != '' AND (new.exported = 1
+        OR EXISTS (SELECT 1 FROM code_defs m WHERE m.path = new.path AND m.kind = 'module'
+                   AND m.name = new.name AND m.exported = 1))
+BEGIN
+    INSERT INTO code_api_fts(rowid, words, doc) VALUES (new.id, new.words, new.doc);
+END;
+CREATE TRIGGER code_defs_api_ad AFTER DELETE ON code_defs WHEN old.component = 0 AND old.kind = 'function' BEGIN
+    DELETE FROM code_api_fts WHERE rowid = old.id;
+END;
+"""),
 ]
 
 LATEST = MIGRATIONS[-1][0]

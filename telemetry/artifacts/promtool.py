@@ -102,7 +102,8 @@ GATE_CASES = {
                          "more than [gate].ingest_max_age_days"),
     "vector_coverage": ("warning", "embedding", 30,
                         "sqlite-vec cannot load, the vector table's width differs from "
-                        "[embedding].dim, or too few chunks have a vector"),
+                        "[embedding].dim, or too few chunks have a vector and no ingest is "
+                        "backfilling them (a backfill that moves is a NOTE)"),
     "hook_heartbeats": ("warning", "hooks", 15,
                         "a wired hook failed or was killed, missed prompts, left rows in the "
                         "spill file, or no hooks are wired"),
@@ -121,6 +122,9 @@ GATE_CASES = {
     "memory_files": ("warning", "memory", 30,
                      "MEMORY.md outgrew what is read at every resume, or its LATEST resume "
                      "anchor is broken or stale while sessions ran"),
+    "code_index": ("warning", "ingest", 30,
+                   "the code index is behind a HEAD older than the ingest budget, was never "
+                   "built, or most source files failed to parse"),
     "cue_delivery": ("warning", "memory", 15,
                      "the last compaction's SessionStart delivered fewer pinned items than "
                      "existed, or tool hooks completed without evaluating their cues"),

@@ -56,6 +56,7 @@ def build() -> dict:
         overrides=[{"matcher": {"id": "byName", "options": "vector coverage"},
                     "properties": [{"id": "unit", "value": "percentunit"},
                                    {"id": "custom.axisPlacement", "value": "right"}]}])
+    _code_index(L)
     L.add("Degradations", "timeseries", [target(
         f"sum by (component, reason) (increase({m('memhealth_degradations_total')}{{{INST}}}"
         f"[$__rate_interval]))", "{{component}} {{reason}}")],
@@ -80,3 +81,25 @@ def build() -> dict:
     return dashboard("memhealth-gate", "memhealth / Gate and probes",
                       "Gate check status over time, the embedding state timeline (cold vs dead), "
                       "ingest and the telemetry pipeline.", L)
+
+
+def _code_index(L: Layout) -> None:
+    """The code index: what it holds, what failed to parse, how long since it read a commit."""
+    files = m("memhealth_code_files")
+    L.add("Code index: files by status", "timeseries", [
+        target(f"max by (status) ({files}{{{INST}}})", "{{status}}")],
+        "Source files in the code index: ok, failed (a syntax error or a grammar that would not "
+        "load; `memhealth gate` names them) and skipped (too large, generated).", w=8)
+    L.add("Code index: definitions and components", "timeseries", [
+        target(f"max({m('memhealth_code_definitions')}{{{INST}}})", "definitions"),
+        target(f"max({m('memhealth_code_components')}{{{INST}}})", "components")],
+        "Definitions read from the code, and the components among them (what DO-NOT-REBUILD "
+        "can cite).", w=8,
+        overrides=[{"matcher": {"id": "byName", "options": "components"},
+                    "properties": [{"id": "custom.axisPlacement", "value": "right"}]}])
+    L.add("Code index age", "stat", [target(
+        f"time() - max({m('memhealth_code_index_last_timestamp_seconds')}{{{INST}}} > 0)",
+        "since the code was read", instant=True)],
+        "Seconds since the code index last finished reading a commit (no value = never). Old is "
+        "fine while nothing is committed; the gate's code_index check compares it with HEAD.",
+        w=8, unit="s", options={"reduceOptions": {"calcs": ["lastNotNull"]}, "textMode": "value_and_name"})

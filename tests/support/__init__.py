@@ -1,0 +1,1 @@
+"""Test support that is more than a fixture: the real embedding model and its server."""
