@@ -56,6 +56,24 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "capture_content": ("bool", False, None, "record prompt text in decision rows and spans (opt-in)"),
         "sources": ("list", ["memory", "docs", "ledger"], None,
                     "sources whose chunks may be injected (transcripts and git stay searchable, not injected)"),
+        # -- agreement in meaning (memory_core/delivery/meaning.py) ---------------------------
+        "meaning": ("str", "on", ("on", "off"),
+                    "with [embedding].url set: a DO-NOT-REBUILD, DEAD-END or lineage block is delivered only "
+                    "when the prompt's and the item's embeddings also agree (cosine >= meaning_threshold)"),
+        "meaning_threshold": ("float", 0.355, (-1.0, 1.0),
+                              "cosine a block needs with the prompt; chosen for all-minilm on the tuned part of "
+                              "the real corpus (docs/internals/evaluation.md): another model needs its own"),
+        "meaning_timeout_s": ("float", 1.0, (0.05, 10.0),
+                              "read timeout of the prompt's embedding, bounded by [embedding].timeout_s and a "
+                              "quarter of [hooks].timeout_s; a failure delivers the lexical decision"),
+        "meaning_rescue": ("str", "off", ("on", "off"),
+                           "on: an inventory entry no rare word names is still a DO-NOT-REBUILD when its cosine "
+                           "with the prompt reaches meaning_rescue_threshold (costs one embedding call per build "
+                           "or decision prompt that nothing else matched)"),
+        "meaning_rescue_threshold": ("float", 0.503, (-1.0, 1.0),
+                                     "cosine a lexical miss needs to be rescued; chosen for all-minilm on the tuned "
+                                     "part of the real corpus"),
+        # -- end agreement in meaning ------------------------------------------------------------
     },
     "gate": {
         "mode": ("str", "on", ("on", "off"), 'ablation: "off" skips the gate; heartbeats still record'),

@@ -52,6 +52,8 @@ SPANS: dict[str, str] = {
     "inject.relevance": "the rare-word relevance step of the cascade",
     "inject.session_cap": "the per-session caps of the cascade",
     "inject.stale_claim": "the check of what memory claims against the tree",
+    "inject.meaning": "agreement in meaning: the prompt's cosine to each block about to fire",
+    "inject.meaning_rescue": "the opt-in rescue of a lexical miss by meaning",
     # ---- what exists, said from the code (memory_core.delivery.exists) ----
     "inject.code": "the code leg of the cascade: which indexed component a build prompt re-proposes",
     # ---- end code leg ----
@@ -120,6 +122,12 @@ SPAN_ATTRIBUTE_LIST: tuple[SpanAttribute, ...] = (
     _a("memhealth.relevance.max_idf", "double", "the rarest matched word's IDF"),
     _a("memhealth.relevance.max_prompt_idf", "double", "the rarest prompt word's IDF"),
     _a("memhealth.relevance.small_corpus", "bool", "the store is too small for IDF: overlap counts"),
+    _a("memhealth.meaning.items", "int", "blocks the meaning gate was asked about"),
+    _a("memhealth.meaning.embedded_items", "int", "of those, items embedded now (no stored vector)"),
+    _a("memhealth.meaning.threshold", "double", "the cosine an item needs ([injection].meaning_threshold)"),
+    _a("memhealth.meaning.kept", "int", "blocks whose item agrees with the prompt in meaning"),
+    _a("memhealth.meaning.status", "string", "checked, rescued, or degraded (the lexical decision stands)"),
+    _a("memhealth.meaning.reason", "string", "why the embedding call failed (timeout, unreachable, ...)"),
     _a("memhealth.cap.offered", "int", "blocks the caps were offered"),
     _a("memhealth.cap.kept", "int", "blocks the caps kept"),
     _a("memhealth.stale.checked", "int", "claims checked against the tree"),

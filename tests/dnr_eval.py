@@ -27,6 +27,7 @@ from memhealth.config import load
 from memhealth.installer import launcher_argv
 from memory_core.delivery import inject
 from memory_core.delivery.intent import classify, system_turn
+from memory_core.index.embed import forget_process_state
 from memory_core.outbox.spans import Trace
 from memory_core.store.db import connect
 from memory_core.text import clean
@@ -51,9 +52,13 @@ def prompts_for(*projects: str, sets: tuple[int, ...] = (1, 2)) -> list[dict]:
     return [p for p in items if (not projects or p["project"] in projects) and p.get("set", 1) in sets]
 
 
-def build_project(name: str, dest: str, env: dict | None = None, source: str | None = None) -> str:
+def build_project(name: str, dest: str, env: dict | None = None, source: str | None = None,
+                  embedding_url: str | None = None, backfill: bool = False) -> str:
     """Copy the fixture project (or `source`) to `dest`, `memhealth init` it, point memory at
-    `memory/`, `memhealth ingest` it. Returns the project root."""
+    `memory/`, `memhealth ingest` it. With `embedding_url`, [embedding] then points at the
+    real model's server: the meaning gate embeds an offered item that has no stored vector,
+    and `backfill` also runs `memhealth embed` for every chunk (minutes on a loaded box).
+    Returns the project root."""
     root = os.path.join(dest, name)
     shutil.copytree(source or os.path.join(FIXTURE, name), root)
     cmd = launcher_argv()
@@ -69,6 +74,17 @@ def build_project(name: str, dest: str, env: dict | None = None, source: str | N
         proc = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"memhealth {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    if embedding_url:
+        # text first, then every chunk's vector: one ingest with a real model can spend its
+        # whole budget embedding doc chunks before the inventory is indexed
+        from tests.support.model_server import configure_project
+
+        configure_project(root, embedding_url)
+    if embedding_url and backfill:
+        proc = subprocess.run(cmd + ["embed", "--project", root], capture_output=True, text=True,
+                              timeout=900, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"memhealth embed failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return root
 
 
@@ -85,13 +101,20 @@ def verdict(conn, cfg, prompt: str, session_id: str) -> dict:
             "dnr": _DNR.findall(result.text or ""), "detail": result.detail}
 
 
-def evaluate(root: str, prompts: list[dict], cfg_overrides: dict | None = None) -> list[dict]:
+def evaluate(root: str, prompts: list[dict], cfg_overrides: dict | None = None,
+             sections: dict | None = None, session: str = "eval") -> list[dict]:
+    """One verdict per prompt; `cfg_overrides` go into [injection], `sections` into any
+    section ({"embedding": {"timeout_s": 10}}). Sessions are `<session>-<id>`: a second run
+    over the same store needs another `session`, or the per-session caps stop it."""
     cfg = load(os.path.join(root, ".memhealth"), environ={})
     cfg["injection"].update(cfg_overrides or {})
+    for section, values in (sections or {}).items():
+        cfg[section].update(values)
+    forget_process_state()  # an open circuit from an earlier run is not this run's
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     try:
         # a fresh session per prompt: each is judged on its own, the caps still run
-        return [{**p, **verdict(conn, cfg, p["prompt"], f"eval-{p['id']}")} for p in prompts]
+        return [{**p, **verdict(conn, cfg, p["prompt"], f"{session}-{p['id']}")} for p in prompts]
     finally:
         conn.close()
 

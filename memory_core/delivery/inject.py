@@ -538,6 +538,17 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
             detail["new_instance"] = [{"name": a["name"], "words": a["new_instance"]} for a in instances[:MAX_ITEMS]]
             dnr = [(a, r) for a, r in dnr if a["written"]]
         dnr.sort(key=lambda s: (not s[0]["written"], not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
+        # A lexical miss rescued by meaning (opt-in, measured: memory_core.delivery.meaning):
+        # no entry passed the rare-word gate, none is read as a new member of a category
+        query_vector = None
+        if (not dnr and not dead_ends and not instances and entry_scored and icfg["meaning_rescue"] == "on"
+                and cfg["embedding"]["url"] and icfg["meaning"] == "on"):
+            from memory_core.delivery import meaning
+
+            pairs = [(a, e.row) for a, e in zip(entry_scored, profiles, strict=True) if e.block == "dnr"]
+            found, query_vector, detail["meaning"] = meaning.rescue(conn, cfg, prompt, pairs, trace)
+            if found is not None:
+                dnr = [found]
         detail.update({"inventory": len(entries), "dnr_passed": len(dnr)})
         if dead_ends:
             detail["dead_end"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
@@ -626,6 +637,19 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
                     if code.name.lower() in (e[7] or "").lower() or set(exists.name_parts(code.name)) <= _words(e[7] or "")]
         offered.append((arith, code, "code", named_in))
     offered += [(a, r, "thread", []) for a, r in lineage[:MAX_ITEMS * 2]]
+    # With embeddings configured, a block speaks only when prompt and item also agree in
+    # meaning (memory_core.delivery.meaning): asked here, once something is about to fire, so
+    # the silent path never waits on an embedding server
+    if cfg["embedding"]["url"] and icfg["meaning"] == "on":
+        from memory_core.delivery import meaning
+
+        rescue_record = detail.get("meaning")
+        offered, detail["meaning"] = meaning.agree(conn, cfg, prompt, offered, trace, query_vector)
+        if rescue_record:
+            detail["meaning"]["rescue"] = rescue_record
+        if not offered:
+            detail["reason"] = "no block agrees in meaning (cosine below the threshold)"
+            return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
     with trace.span("inject.session_cap") as span:
         chosen = _apply_caps(conn, offered, session_id, icfg)
         span.update({"memhealth.cap.offered": len(offered), "memhealth.cap.kept": len(chosen)})
@@ -637,8 +661,9 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
         chosen = _check_claims(root, chosen, detail, trace, conn)
     chosen = _threads(conn, chosen, detail)
     text = render(chosen, intent, icfg["max_chars"])
-    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"]}
-                       | ({"code_id": a["code_id"]} if b == "code" else {}) for a, _r, b, _e in chosen]
+    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"],
+                        **({"code_id": a["code_id"]} if b == "code" else {}),
+                        **({"cosine": a["cosine"]} if "cosine" in a else {})} for a, _r, b, _e in chosen]
     if icfg["mode"] == "off":
         detail["would_inject_chars"] = len(text)
         return InjectResult("suppressed_ablation", retrieval_ms=retrieval_ms, detail=detail)
