@@ -138,6 +138,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "listen": ("str", "127.0.0.1:9464", None, "host:port; loopback unless told otherwise"),
         "probe_interval_s": ("float", 60.0, (1.0, 86400.0), "background gate schedule"),
         "export_interval_s": ("float", 15.0, (1.0, 86400.0), "OTLP export schedule"),
+        # -- TLS and the bearer token (a non-loopback listen address needs all three) --
+        "tls_cert": ("str", "", None, "PEM certificate (chain) to serve HTTPS with; \"\" = plain HTTP"),
+        "tls_key": ("str", "", None, "the certificate's PEM private key"),
+        "token_file": ("str", "", None, "file holding the bearer token every request must send "
+                       "(mode 0600); \"\" = no token (loopback only)"),
         # -- the HTTP hook transport (`memhealth init --transport http`)
         "hook_autostart": ("bool", False, None,
                            "with the HTTP hook transport: SessionStart starts `memhealth serve` "
@@ -158,6 +163,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
                    "the closed set of alert routes (Alertmanager receivers); any other receiver is "
                    "counted as route \"unknown\", which shares one budget"),
         "webhook_url": ("str", "", None, "optional generic webhook for pages and digests"),
+        # -- per-route pagers (the team topology's budget: each team's pages to its own pager) --
+        "route_webhooks": ("list", [], None,
+                           'ROUTE=URL entries, e.g. "team-a-page=https://pager.example/a": pages and '
+                           "digests of that route go to its URL instead of webhook_url"),
     },
 }
 

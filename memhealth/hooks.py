@@ -157,27 +157,13 @@ def session_id_of(payload: dict) -> str | None:
     return None
 
 
-_HARNESS_TAG = None
-
-
 def neutralize(text: str) -> str:
-    """Break markup that could open or close the harness's own tags (`<system-reminder>`,
-    `</system-reminder>`, and every tag of memory_core.delivery.intent's machine-turn shapes): their
-    `<` becomes `‹`, so a memory file cannot end our frame and speak as the harness. The
-    single emit point applies it to everything a hook injects."""
-    global _HARNESS_TAG
-    if "<" not in text:
-        return text
-    if _HARNESS_TAG is None:
-        import re
+    """Break markup that could speak as the harness or a tool, and quote text that addresses
+    the agent as an instruction (memhealth/neutralize.py). The single emit point applies it to
+    everything a hook injects."""
+    from memhealth.neutralize import neutralize as counted
 
-        from memory_core.delivery.intent import SYSTEM_TURN_PREFIXES
-
-        names = sorted({p[1:].rstrip(">") for p in SYSTEM_TURN_PREFIXES if p.startswith("<")}, key=len,
-                       reverse=True)
-        _HARNESS_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + r")(?![\w-]))",
-                                  re.IGNORECASE)
-    return _HARNESS_TAG.sub("\u2039", text)
+    return counted(text)[0]
 
 
 def write_stdout(data: bytes) -> None:
@@ -188,14 +174,19 @@ def write_stdout(data: bytes) -> None:
         view = view[written:]
 
 
-def emit(event: str, text: str, notice: str | None = None, out=None) -> int:
+def emit(event: str, text: str, notice: str | None = None, out=None, found: dict | None = None) -> int:
     """Write the context JSON through `out` (default fd 1; the HTTP transport passes its
     response writer); a closed reader raises OSError to the caller. Returns the characters
     of context emitted. `notice` goes to `systemMessage`: shown to the user, not the model
-    (Claude Code's hooks reference)."""
+    (Claude Code's hooks reference). `found`, when given, receives what was neutralized
+    (memhealth/neutralize.py), {kind: count}."""
+    from memhealth.neutralize import neutralize as counted
     from memory_core.text import clean, clip
 
-    text = clip(neutralize(clean(text)), MAX_CONTEXT_CHARS)
+    text, neutral = counted(clean(text))
+    if found is not None:
+        found.update(neutral)
+    text = clip(text, MAX_CONTEXT_CHARS)
     body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
     if notice:
         body["systemMessage"] = clip(notice, MAX_CONTEXT_CHARS)
@@ -205,6 +196,21 @@ def emit(event: str, text: str, notice: str | None = None, out=None) -> int:
 
 # The kind a handler's untagged output is charged to (HookContext.part tags the rest).
 DEFAULT_KIND = {"session-start": "summary", "prompt": "recall", "pre-tool": "cue", "post-tool": "cue"}
+
+
+def _count_neutralized(conn, found: dict[str, int], span) -> None:
+    """memhealth_injection_neutralized_total{kind} and a span attribute; a locked store costs
+    the count, never the hook."""
+    from memory_core.outbox.rollups import bump
+    from memory_core.store.tx import write
+
+    span.set("memhealth.neutralized", ",".join(f"{k}={n}" for k, n in sorted(found.items())))
+    try:
+        with write(conn):
+            for kind, n in found.items():
+                bump(conn, "memhealth_injection_neutralized_total", {"kind": kind}, n)
+    except MemoryCoreError:
+        pass
 
 
 def _say(line: str, limit: int = 300) -> None:
@@ -408,8 +414,9 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
 
         text = handlers.HANDLERS[hook](ctx)
         if (text or ctx.notice) and hook in CONTEXT_EVENTS:
+            found: dict[str, int] = {}
             try:
-                emitted = emit(hook, text or "", ctx.notice, out)
+                emitted = emit(hook, text or "", ctx.notice, out, found)
                 written = bool(text)
             except OSError as exc:  # BrokenPipeError and friends: the reader went away
                 ctx.problem("stdout_closed", f"could not write context to {'the HTTP response' if out else 'stdout'}: "
@@ -419,6 +426,8 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
                     from memory_core.outbox import costs
 
                     blocks = costs.attribute(ctx.parts or [(DEFAULT_KIND[hook], text or "")], emitted)
+            if found:
+                _count_neutralized(conn, found, root)
         if ctx.problems:
             reason, detail = ctx.problems[0]
             outcome = "error"

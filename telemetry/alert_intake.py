@@ -107,6 +107,22 @@ class Sink:
                     pass
 
 
+def route_webhooks(entries: list[str], problems: list[str]) -> dict[str, str]:
+    """{route: URL} from ROUTE=URL entries; an entry that is not one (or not http(s)) is left
+    out and said in `problems` (serve's /healthz), never a crash of the intake."""
+    from urllib.parse import urlsplit
+
+    out: dict[str, str] = {}
+    for entry in entries:
+        route, sep, url = entry.partition("=")
+        parts = urlsplit(url.strip())
+        if not sep or not route.strip() or parts.scheme not in ("http", "https") or not parts.netloc:
+            problems.append(f"[alerts].route_webhooks entry {entry[:80]!r}: expected ROUTE=https://URL; ignored")
+            continue
+        out[route.strip()] = url.strip()
+    return out
+
+
 class AlertIntake:
     """One project's side of POST /alerts: the budget policy on its store, its NDJSON sink
     and its forwarding webhook. Single-project serve has one; serve --all one per project,
@@ -121,6 +137,7 @@ class AlertIntake:
         self.project = project
         self.cfg = cfg
         self.sink = Sink(self._sink_path(cfg["alerts"]["sink_file"], problems))
+        self.route_urls = route_webhooks(cfg["alerts"].get("route_webhooks", []), problems)
         self._lock = threading.Lock()
         self._conn = None
         self._opened = None
@@ -208,13 +225,19 @@ class AlertIntake:
             return budget.decide(self._conn, alerts, now, self.cfg, route=receiver)
 
     def _forward(self, records: list[dict]) -> None:
-        """POST pages and digests to alerts.webhook_url on a short-lived thread (bounded)."""
-        url = self.cfg["alerts"]["webhook_url"]
-        outgoing = [r for r in records
-                    if r.get("decision") in ("paged", "digest") or r.get("digest") or r.get("meta")]
-        if not url or not outgoing:
-            return
+        """POST pages and digests to their route's URL ([alerts].route_webhooks), else to
+        alerts.webhook_url, one short-lived thread per URL (bounded)."""
+        default = self.cfg["alerts"]["webhook_url"]
+        by_url: dict[str, list[dict]] = {}
+        for r in records:
+            if r.get("decision") in ("paged", "digest") or r.get("digest") or r.get("meta"):
+                url = self.route_urls.get(str(r.get("route") or ""), default)
+                if url:
+                    by_url.setdefault(url, []).append(r)
+        for url, outgoing in by_url.items():
+            self._post(url, outgoing)
 
+    def _post(self, url: str, outgoing: list[dict]) -> None:
         def post():
             import urllib.request
 

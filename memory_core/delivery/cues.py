@@ -357,6 +357,7 @@ class Evaluation:
         items = {row[0]: row for row in self.conn.execute(
             "SELECT id, path, line, name, kind, expires_ns, recorded_ns, body FROM memory_items WHERE id IN "
             f"({','.join('?' * len(ids))})", ids)}
+        git = _git_notes(self.conn, {row[1] for row in items.values()})
         from memory_core.store.tx import write
 
         lines: list[str] = []
@@ -384,7 +385,7 @@ class Evaluation:
                 if m.item_id in seen:
                     self.skip(m.trigger, "deduped", m.pattern, m.item_id)
                     continue
-                line = frame(*item[1:5], item[6], item[7])
+                line = frame(*item[1:5], item[6], item[7], git.get(item[1], ""))
                 if used + len(line) + 1 > budget:
                     over.append(m)
                     self.skip(m.trigger, "over_budget", m.pattern, m.item_id)
@@ -493,12 +494,36 @@ def semantic_inactive_reason(cfg, compiled: str | None = None) -> str | None:
     return None
 
 
-def frame(path: str, line: int | None, name: str, kind: str, recorded_ns: int, body: str) -> str:
-    """One delivered item: kind, name, provenance (file:line, recorded date) and the warning
-    before the text, so a clipped item never loses where it came from."""
+def frame(path: str, line: int | None, name: str, kind: str, recorded_ns: int, body: str,
+          git: str = "") -> str:
+    """One delivered item: kind, name, provenance (file:line, recorded date, the commit that
+    brought it) and the warning before the text, so a clipped item never loses where it came
+    from."""
     day = time.strftime("%Y-%m-%d", time.gmtime(recorded_ns / 1e9)) if recorded_ns else "?"
     where = f"{path}:{line}" if line else path
-    return f"- [{kind}] {name} ({where}, recorded {day}; verify before building on it): {body}"
+    return f"- [{kind}] {name} ({where}, recorded {day}{git}; verify before building on it): {body}"
+
+
+def _git_notes(conn, paths: set) -> dict[str, str]:
+    """{path: ", committed … by …"} from the memory chunks' attrs (set at ingest; one query)."""
+    import json
+
+    from memory_core.text import git_provenance
+
+    paths = [p for p in paths if p]
+    if not paths:
+        return {}
+    out = {}
+    for path, attrs in conn.execute(
+            "SELECT path, attrs FROM chunks WHERE source = 'memory' AND attrs LIKE '%\"git\"%' AND path IN "
+            f"({','.join('?' * len(paths))}) GROUP BY path", paths):
+        try:
+            note = git_provenance(json.loads(attrs))
+        except ValueError:
+            continue
+        if note:
+            out[path] = note
+    return out
 
 
 def new_epoch(conn, session_id: str | None, now_ns: int | None = None, *, boundary_start: bool = False

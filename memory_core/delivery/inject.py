@@ -52,7 +52,7 @@ from memory_core.delivery.intent import BUILD, DECISION, INVESTIGATION
 from memory_core.index import docfreq, fts
 from memory_core.outbox.spans import db_span
 from memory_core.store.db import write
-from memory_core.text import clip
+from memory_core.text import clip, git_provenance
 
 MIN_IDF_CORPUS = 50
 MIN_QUERY_IDF = 0.5  # a token in more than ~60% of chunks does not help rank candidates
@@ -974,7 +974,8 @@ def _where(row) -> str:
 
 def _provenance(row) -> str:
     day = time.strftime("%Y-%m-%d", time.gmtime(row[9] / 1e9)) if row[9] else "unknown date"
-    return f"from memory ({row[1]}, {_where(row)}, recorded {day}; verify before building on it)"
+    git = git_provenance(_attrs(row)) if row[1] == "memory" else ""
+    return f"from memory ({row[1]}, {_where(row)}, recorded {day}{git}; verify before building on it)"
 
 
 _BLOCK_START = re.compile(r"(?:[-*+]|\d+[.)]|#+)\s")
