@@ -179,6 +179,9 @@ def test_a_dead_end_and_a_lineage_block_go_through_the_same_gate(tmp_path, model
 
     root = project(tmp_path, {"dead_end-7-wal.md": render_record(DEAD, "2026-11-30T22:00:00Z")})
     configure_project(root, model_server.url, timeout_s=5.0)
+    from tests.gate_fix_helpers import set_config
+
+    set_config(root, "injection", "meaning_timeout_s", 10.0)  # the items are embedded now, on a loaded box
     dead = decide(root, REPROPOSE)
     assert dead.outcome == "injected" and dead.text.count("DEAD-END: ") == 1, dead.detail
     [item] = dead.detail["meaning"]["items"]
