@@ -178,9 +178,11 @@ def _model(tokens: int):
     return model
 
 
-def embedded(chunks: list[tuple[str, str]], log=print, worker: tuple[int, int] | None = None):
-    """The chunks' vectors (n x 384 float32), from the cache or embedded now, part by part.
-    `worker` (i, n): embed only the missing parts whose index is i modulo n, return None."""
+def embedded(chunks: list[tuple[str, str]], log=print, worker: tuple[int, int] | None = None,
+             needed: int | None = None):
+    """The vectors of the first `needed` chunks (all by default; n x 384 float32), from the
+    cache or embedded now, part by part. `worker` (i, n): embed only the missing parts whose
+    index is i modulo n (several processes share the work), return None."""
     import numpy as np
 
     from memory_core.index.vectors import embed_text
@@ -190,7 +192,7 @@ def embedded(chunks: list[tuple[str, str]], log=print, worker: tuple[int, int] |
     model = None
     parts = []
     t_embed, n_embed = 0.0, 0
-    for start in range(0, len(chunks), PART):
+    for start in range(0, min(len(chunks), needed or len(chunks)), PART):
         path = os.path.join(folder, f"part-{start // PART:04d}.npy")
         if worker and (start // PART) % worker[1] != worker[0]:
             continue
@@ -303,6 +305,65 @@ def _sign_stats(vecs) -> dict:
     return {"skewed_dims": skewed, "mean_norm": mean_norm}
 
 
+PROXY_SAMPLE = 512  # chunks embedded at full length too: how far the 16-token vectors are from them
+
+
+def proxy_check(chunks, vecs, log=print) -> dict:
+    """The first PROXY_SAMPLE chunks embedded at the model's full 256 tokens (cached), against
+    their EMBED_TOKENS vectors: the sign statistics the bit index depends on, for both, and
+    the cosine between a chunk's short and full vector."""
+    import numpy as np
+
+    from memory_core.index.vectors import embed_text
+
+    path = os.path.join(cache_root(), f"{corpus_sha(chunks)[:16]}-full-{PROXY_SAMPLE}.npy")
+    if not os.path.exists(path):
+        t0 = time.perf_counter()
+        full = _model(256).embed([embed_text(t, c) for t, c in chunks[:PROXY_SAMPLE]], batch=16)
+        log(f"embedded {PROXY_SAMPLE} chunks at full length in {time.perf_counter() - t0:.0f}s")
+        np.save(path + ".tmp.npy", full)
+        os.replace(path + ".tmp.npy", path)
+    full = np.load(path)
+    short = vecs[:PROXY_SAMPLE]
+    return {"full": _sign_stats(full), "short": _sign_stats(short),
+            "cos_median": float(np.median((full * short).sum(axis=1))),
+            "bits_agree": float(((full > 0) == (short > 0)).mean())}
+
+
+SWEEP = (256, 512, 1024, 2048)  # candidates in all, for the numpy replay below
+
+
+def replay(vecs, qvecs, candidates: int, center: bool, k: int = 10) -> float:
+    """recall@k of vectors.py's algorithm replayed in numpy: sign bits (of the vectors, or of
+    the vectors minus their mean when `center`), each of the 64 partitions' (row % 64)
+    Hamming-nearest `candidates / 64`, exact cosine over those. A diagnostic, not the shipped
+    path: the measured rows above are the shipped path; this asks what would change recall.
+    Ties in Hamming distance are broken by row here, by vec0's order there."""
+    import numpy as np
+
+    from memory_core.index.vectors import SHARDS
+
+    mean = vecs.mean(axis=0) if center else np.zeros(vecs.shape[1], np.float32)
+    bits = np.where(vecs - mean > 0, 1.0, -1.0).astype(np.float32)
+    shards = [np.arange(p, len(vecs), SHARDS) for p in range(SHARDS)]
+    per = max(-(-candidates // SHARDS), 1)
+    q = np.asarray(qvecs, dtype=np.float32)
+    qbits = np.where(q - mean > 0, 1.0, -1.0).astype(np.float32)
+    agree = qbits @ bits.T  # higher = nearer in Hamming distance
+    exact = q @ vecs.T
+    hits = 0
+    for i in range(len(q)):
+        truth = set(np.argsort(-exact[i], kind="stable")[:k].tolist())
+        picked = []
+        for rows in shards:
+            order = np.argsort(-agree[i, rows], kind="stable")[:per]
+            picked.append(rows[order])
+        cand = np.concatenate(picked)
+        got = cand[np.argsort(-exact[i, cand], kind="stable")[:k]]
+        hits += len(truth & set(got.tolist()))
+    return hits / (k * len(q))
+
+
 def bench(quick: bool = False, sizes=None, log=None) -> list[dict]:
     from memory_core.store.db import vec_unavailable_reason
     from tests.support.minilm import MiniLM, Unavailable
@@ -317,23 +378,29 @@ def bench(quick: bool = False, sizes=None, log=None) -> list[dict]:
         return [row("vector recall, real vectors: real model unavailable", 0, "", note=str(exc))]
     sizes = tuple(sorted(sizes or SIZES))
     t0 = time.perf_counter()
-    chunks = corpus(max(sizes))
+    # one corpus (and cache) for every size: a smaller run embeds only the parts it needs
+    chunks = corpus(max(sizes + SIZES))
     sha = corpus_sha(chunks)
     log(f"corpus: {len(chunks)} chunks ({time.perf_counter() - t0:.1f}s), sha256 {sha[:16]}")
-    vecs, (n_embed, t_embed) = embedded(chunks, log=log)
+    vecs, (n_embed, t_embed) = embedded(chunks, log=log, needed=max(sizes))
     qtexts = queries()
     qvecs = [v.tolist() for v in model.embed(qtexts)]
     signs = _sign_stats(vecs)
     out = [row("vector recall corpus", len(chunks), "chunks",
                note=f"sha256 {sha[:16]}; {len(qtexts)} queries; {signs['skewed_dims']:.1%} of dims keep one "
                     f"sign in >=90% of chunks; |mean vector| {signs['mean_norm']:.3f}")]
+    proxy = proxy_check(chunks, vecs, log=log)
+    out.append(row(f"{EMBED_TOKENS}-token vs full-length vectors, {PROXY_SAMPLE} chunks", proxy["cos_median"],
+                   "cosine", note=f"median cosine; sign bits agree {proxy['bits_agree']:.1%}; skewed dims "
+                                  f"{proxy['short']['skewed_dims']:.1%} vs {proxy['full']['skewed_dims']:.1%}, "
+                                  f"|mean| {proxy['short']['mean_norm']:.3f} vs {proxy['full']['mean_norm']:.3f}"))
     if n_embed:
         out.append(row("real-model embedding rate (this run, batches of 32, one BLAS thread)",
                        n_embed / t_embed, "chunks/s", note=f"{n_embed} chunks in {t_embed:.0f}s"))
     tmp = tempfile.mkdtemp(prefix="memhealth-bench-vrecall-", dir="/tmp")
     try:
         for n in sizes:
-            if n > len(chunks):
+            if n > len(vecs):
                 out.append(row(f"vector recall, {_label(n)} real chunks", float("nan"), "",
                                note=f"skipped: the corpus has {len(chunks)} chunks"))
                 continue
@@ -341,6 +408,15 @@ def bench(quick: bool = False, sizes=None, log=None) -> list[dict]:
             fig = measure(root, qvecs, n)
             shutil.rmtree(root, ignore_errors=True)
             label = _label(n)
+            import numpy as np
+
+            sub = np.ascontiguousarray(vecs[:n])
+            for center in (False, True):
+                for cands in SWEEP:
+                    what = "centred sign bits" if center else "sign bits as shipped"
+                    out.append(row(f"replay: recall@10, {what}, {cands} candidates, {label} real chunks",
+                                   replay(sub, qvecs, cands, center), "ratio", scale=n,
+                                   note="numpy replay of the quantized path (diagnostic)"))
             note10 = f"{fig['queries']} queries, {fig['cand10']} candidates"
             out += [
                 row(f"vector recall@10, quantized vs exact, k=10, {label} real chunks", fig["recall10"], "ratio",
@@ -368,7 +444,7 @@ def main(argv: list[str]) -> int:
     if "--sizes" in argv:
         sizes = tuple(int(s) for s in argv[argv.index("--sizes") + 1].split(","))
     if "--embed-only" in argv:
-        chunks = corpus(max(sizes or SIZES))
+        chunks = corpus(max((sizes or ()) + SIZES))
         print(f"corpus {len(chunks)} chunks, sha256 {corpus_sha(chunks)}", flush=True)
         worker = None
         if "--worker" in argv:
