@@ -6,7 +6,9 @@ synthetic clustered vectors; sentence-model vectors share a large mean direction
 sign bit per dimension around zero handles less well, so the two need not agree.
 
     python benchmarks/run.py vector_recall_real
-    python benchmarks/bench_vector_recall_real.py [--sizes 10000,100000] [--embed-only]
+    python benchmarks/bench_vector_recall_real.py [--sizes 10000,100000]
+    python benchmarks/bench_vector_recall_real.py --embed-only --worker 0/2 &   # fill the
+    python benchmarks/bench_vector_recall_real.py --embed-only --worker 1/2     # cache on 2 cores
 
 The corpus: real documentation text from this machine, in a fixed order --
 tests/fixtures/realcorpus (the docs and changelogs of httpx, requests and starlette), the
@@ -15,15 +17,19 @@ functions, read with `ast`), and /usr/share/doc (release notes, READMEs, changel
 files skipped) -- cut by memhealth's own markdown chunker (memory_core/ingest/chunking.py)
 at CHUNK_CHARS, deduplicated, shuffled with a fixed seed; the first N are the N-chunk store
 (so 10k is a sample of the same text as 100k). Every chunk is embedded from
-`vectors.embed_text(title, content)`, what ingest embeds. The corpus therefore depends on
-the machine's stdlib and packages; its sha256 is printed with the figures and keys the cache.
+`vectors.embed_text(title, content)`, what ingest embeds, cut at its first EMBED_TOKENS (16)
+tokens: at the model's full 256 tokens the numpy model embeds ~5 chunks/s on a loaded 2-core
+box (100k chunks: 5-6 hours), at 16 tokens ~50/s per process. The first PROXY_SAMPLE chunks
+are also embedded at full length, and the figures say how far the short vectors are from
+them (the sign statistics the bit index depends on). The corpus depends on the machine's
+stdlib and packages; its sha256 is printed with the figures and keys the cache.
 
 Queries: every prompt of tests/fixtures/realcorpus (prompts.jsonl and prompts-meaning.jsonl)
 and of tests/fixtures/semantic-cues/pairs.jsonl -- text written as a user writes to Claude,
 not drawn from the corpus. Nothing is tuned here: every vectors.py constant is as shipped.
 
-Embedding 100k chunks takes tens of minutes on a loaded 2-core box (one BLAS thread); the
-vectors are cached under ${MEMHEALTH_E2E_CACHE:-~/.cache/memhealth-e2e}/vector-recall/<sha>/
+Embedding 100k chunks took ~17 minutes with two worker processes on a loaded 2-core box (one
+BLAS thread each); the vectors are cached under ${MEMHEALTH_E2E_CACHE:-~/.cache/memhealth-e2e}/vector-recall/<sha>/
 in parts, so an interrupted run resumes and a rerun only builds the stores.
 """
 
