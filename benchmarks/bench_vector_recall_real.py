@@ -339,19 +339,20 @@ def proxy_check(chunks, vecs, log=print) -> dict:
 SWEEP = (256, 512, 1024, 2048)  # candidates in all, for the numpy replay below
 
 
-def replay(vecs, qvecs, candidates: int, center: bool, k: int = 10) -> float:
+def replay(vecs, qvecs, candidates: int, center: bool, k: int = 10, first_id: int = 1) -> float:
     """recall@k of vectors.py's algorithm replayed in numpy: sign bits (of the vectors, or of
-    the vectors minus their mean when `center`), each of the 64 partitions' (row % 64)
-    Hamming-nearest `candidates / 64`, exact cosine over those. A diagnostic, not the shipped
-    path: the measured rows above are the shipped path; this asks what would change recall.
-    Ties in Hamming distance are broken by row here, by vec0's order there."""
+    the vectors minus their mean when `center`), each of the 64 partitions' (chunk id % 64;
+    row i is chunk `first_id + i`) Hamming-nearest `candidates / 64`, exact cosine over those.
+    A diagnostic, not the shipped path: the measured rows are the shipped path; this asks what
+    would change recall. Ties in Hamming distance are broken by row here, by vec0's order
+    there (tests/test_vector_recall_replay.py holds the two together)."""
     import numpy as np
 
     from memory_core.index.vectors import SHARDS
 
     mean = vecs.mean(axis=0) if center else np.zeros(vecs.shape[1], np.float32)
     bits = np.where(vecs - mean > 0, 1.0, -1.0).astype(np.float32)
-    shards = [np.arange(p, len(vecs), SHARDS) for p in range(SHARDS)]
+    shards = [np.arange((p - first_id) % SHARDS, len(vecs), SHARDS) for p in range(SHARDS)]
     per = max(-(-candidates // SHARDS), 1)
     q = np.asarray(qvecs, dtype=np.float32)
     qbits = np.where(q - mean > 0, 1.0, -1.0).astype(np.float32)
