@@ -19,7 +19,7 @@ at CHUNK_CHARS, deduplicated, shuffled with a fixed seed; the first N are the N-
 (so 10k is a sample of the same text as 100k). Every chunk is embedded from
 `vectors.embed_text(title, content)`, what ingest embeds, cut at its first EMBED_TOKENS (16)
 tokens: at the model's full 256 tokens the numpy model embeds ~5 chunks/s on a loaded 2-core
-box (100k chunks: 5-6 hours), at 16 tokens ~50/s per process. The first PROXY_SAMPLE chunks
+box (100k chunks: 5-6 hours), at 16 tokens 45-72/s per process. The first PROXY_SAMPLE chunks
 are also embedded at full length, and the figures say how far the short vectors are from
 them (the sign statistics the bit index depends on). The corpus depends on the machine's
 stdlib and packages; its sha256 is printed with the figures and keys the cache.
@@ -28,7 +28,7 @@ Queries: every prompt of tests/fixtures/realcorpus (prompts.jsonl and prompts-me
 and of tests/fixtures/semantic-cues/pairs.jsonl -- text written as a user writes to Claude,
 not drawn from the corpus. Nothing is tuned here: every vectors.py constant is as shipped.
 
-Embedding 100k chunks took ~17 minutes with two worker processes on a loaded 2-core box (one
+Embedding 100k chunks took ~13 minutes with two worker processes on a loaded 2-core box (one
 BLAS thread each); the vectors are cached under ${MEMHEALTH_E2E_CACHE:-~/.cache/memhealth-e2e}/vector-recall/<sha>/
 in parts, so an interrupted run resumes and a rerun only builds the stores.
 """
