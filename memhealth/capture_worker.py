@@ -47,12 +47,29 @@ def boundary(ctx) -> int | None:
     return pid
 
 
+def defer(project, cfg, payload: dict, session_id: str | None) -> str:
+    """SessionEnd whose store was locked: keep the boundary beside the store and spawn the
+    worker anyway (it waits its own busy timeout, then queues and captures it; a later
+    SessionStart or `memhealth ingest` does if it cannot). The clause for stderr."""
+    from memory_core.records.queue import defer_boundary
+
+    path = payload.get("transcript_path")
+    kept = bool(cfg["capture"]["enabled"] and isinstance(path, str) and path
+                and defer_boundary(project.state_dir, session_id, path))
+    try:
+        spawn(project.root)
+    except OSError as exc:
+        return f"the session's capture is {'deferred' if kept else 'NOT deferred'}; no worker: {exc}"
+    return "the session's capture is deferred to the capture worker" if kept else "the capture worker was started"
+
+
 def resume(ctx) -> int | None:
     """SessionStart: spawn a worker when boundaries wait and no live worker holds the lease
     (never capture inline: SessionStart carries the gate). The worker's pid, or None."""
-    from memory_core.records.queue import lease_holder, work_pending
+    from memory_core.records.queue import boundaries_waiting, lease_holder, work_pending
 
-    if not ctx.cfg["capture"]["enabled"] or not work_pending(ctx.conn):
+    if not ctx.cfg["capture"]["enabled"] or not (work_pending(ctx.conn)
+                                                 or boundaries_waiting(ctx.project.state_dir)):
         return None
     if lease_holder(ctx.conn) is not None:
         return None
@@ -65,23 +82,35 @@ def run(root: str) -> int:
     """The worker body: heartbeat, capture under the lease, ingest; 0 ok, 1 error."""
     from memhealth.config import load
     from memhealth.project import Project
+    from memory_core.errors import MemoryCoreError
     from memory_core.ingest import run_ingest
-    from memory_core.outbox import heartbeat
+    from memory_core.outbox import heartbeat, journal, spill
     from memory_core.outbox.spans import Trace
-    from memory_core.records.queue import run_pending, settings
+    from memory_core.records.queue import absorb_boundaries, run_pending, settings
     from memory_core.store.db import connect
 
     project = Project(root)
     cfg = load(project.state_dir)
-    conn = connect(project.db_path, busy_timeout_s=max(cfg["hooks"]["busy_timeout_s"], 5.0))
     trace = Trace()
     started_ns = time.time_ns()
-    hb = heartbeat.start(conn, HOOK, None, trace.trace_id, started_ns)
+    # as a hook does: the journal line first (a worker killed while it waits is still a kill),
+    # and a store it cannot write gets the failure spilled, never nothing
+    journal.started(project.state_dir, HOOK, trace.trace_id, started_ns)
+    try:
+        conn = connect(project.db_path, busy_timeout_s=max(cfg["hooks"]["busy_timeout_s"], 5.0))
+        hb = heartbeat.start(conn, HOOK, None, trace.trace_id, started_ns)
+    except MemoryCoreError as exc:
+        spill.append(project.spill_path, {"kind": "heartbeat", "hook": HOOK, "session_id": None, "pid": os.getpid(),
+                                          "trace_id": trace.trace_id, "started_ns": started_ns,
+                                          "ended_ns": time.time_ns(), "outcome": "error",
+                                          "reason": getattr(exc, "reason", "store"), "detail": str(exc)[:500]})
+        return 1
     root_span = trace.span(f"memhealth.hook {HOOK}")
     root_span.set("memhealth.hook", HOOK)
     outcome, reason, detail = "ok", None, None
     try:
         if cfg["capture"]["enabled"]:
+            absorb_boundaries(conn, project.state_dir)  # what a locked SessionEnd left beside the store
             report = run_pending(conn, settings(cfg), trace=trace)
             detail = report.line()
             root_span.update({"memhealth.capture.stopped": report.stopped or "",
@@ -96,6 +125,7 @@ def run(root: str) -> int:
         root_span.fail(detail, reason)
     root_span.end()
     heartbeat.finish(conn, hb, HOOK, started_ns, outcome, reason, detail, trace=trace)
+    journal.ended(project.state_dir, trace.trace_id)
     conn.close()
     return 0 if outcome == "ok" else 1
 

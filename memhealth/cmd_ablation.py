@@ -109,6 +109,13 @@ def run(args) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     with open_project(args) as ctx:
+        if args.action == "stop":
+            with write(ctx.conn):
+                broken = ablation.clear_broken(ctx.conn, now_ns)
+            if broken:
+                print("memhealth ablation: the unreadable schedule was moved aside (meta ablation.broken.*); "
+                      "none registered now")
+                return 0
         current = ablation.load(ctx.conn)
         if args.action == "start":
             if ablation.active(current, now_ns):

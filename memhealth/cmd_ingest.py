@@ -107,7 +107,7 @@ def run(args) -> int:
                                **{"memhealth.ingest.sources": ",".join(sources)}) as trace:
                 report = run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=sources,
                                     budget_s=args.budget_s, progress=bar, trace=trace)
-                capture = _capture(ctx.conn, ctx.cfg, args.budget_s, trace)
+                capture = _capture(ctx.conn, ctx.cfg, args.budget_s, trace, ctx.project.state_dir)
         finally:
             if bar is not None:
                 bar.clear()
@@ -131,11 +131,12 @@ def run(args) -> int:
     return 1 if report.errors else 0
 
 
-def _capture(conn, cfg, budget_s, trace):
+def _capture(conn, cfg, budget_s, trace, state_dir: str):
     """Session boundaries a worker did not finish (killed, machine asleep) are captured
     here, under the same lease: never twice at once. None when capture is off."""
     if not cfg["capture"]["enabled"]:
         return None
-    from memory_core.records.queue import run_pending, settings
+    from memory_core.records.queue import absorb_boundaries, run_pending, settings
 
+    absorb_boundaries(conn, state_dir)  # boundaries a locked SessionEnd kept beside the store
     return run_pending(conn, settings(cfg), budget_s=budget_s, trace=trace)

@@ -49,6 +49,14 @@ def record(ctx, text: str, *, kind: str | None = None, name: str | None = None,
     from memory_core.outbox.spans import command_trace
     from memory_core.store.layout import MEMORY_DIR, STATE_DIR
 
+    for label, value in (("the text", text), ("--name", name), ("--kind", kind), ("--expires", expires),
+                         *(("--path", p) for p in paths), *(("--symbol", v) for v in symbols)):
+        try:
+            (value or "").encode("utf-8")
+        except UnicodeEncodeError as exc:  # undecodable bytes from the shell ($'\xff')
+            raw = (value or "").encode("utf-8", "surrogateescape")[exc.start:exc.start + 1]
+            raise UsageError(f"not recorded: {label} is not valid UTF-8 (byte 0x{raw.hex() or '??'} at "
+                             f"{exc.start}); nothing was written") from None
     paths, symbols, on = list(paths), list(symbols), list(on)
     kind = (kind or ("gotcha" if paths or symbols else "note")).strip().lower()
     name = (name or slug(text, 40)).strip()

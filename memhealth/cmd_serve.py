@@ -14,7 +14,9 @@ def register(sub):
                     "from the store), GET /healthz (serve's own liveness), POST /alerts "
                     "(Alertmanager webhook -> alert budget -> sinks), the gate on a schedule "
                     "(serve.probe_interval_s) and the OTLP exporter (serve.export_interval_s). "
-                    "Binds loopback only unless --allow-remote. SIGTERM/SIGINT stop it after one "
+                    "Binds loopback only unless --allow-remote, which serves a non-loopback address "
+                    "only with TLS (--tls-cert, --tls-key) and a bearer token (--token-file): every "
+                    "request must then send `Authorization: Bearer <token>`. SIGTERM/SIGINT stop it after one "
                     "final export attempt bounded by telemetry.export_timeout_s. With --all: every "
                     "project `memhealth init` registered on this machine "
                     "($XDG_STATE_HOME/memhealth/projects.json) on one port, each series labelled "
@@ -39,7 +41,14 @@ def register(sub):
     p.add_argument("--listen", default=None, metavar="HOST:PORT",
                    help="address to bind (default: serve.listen, 127.0.0.1:9464; port 0 = any free port)")
     p.add_argument("--allow-remote", action="store_true",
-                   help="allow a non-loopback address (the endpoints have no authentication)")
+                   help="allow a non-loopback address; refused unless TLS and a token are set too")
+    p.add_argument("--tls-cert", metavar="FILE", default=None,
+                   help="serve HTTPS with this PEM certificate (chain) (default: serve.tls_cert)")
+    p.add_argument("--tls-key", metavar="FILE", default=None,
+                   help="the certificate's PEM private key (default: serve.tls_key)")
+    p.add_argument("--token-file", metavar="FILE", default=None,
+                   help="require `Authorization: Bearer <token>` on every request, the token read "
+                        "from FILE (mode 0600; default: serve.token_file)")
     p.add_argument("--no-probes", action="store_true", help="do not run the gate on a schedule")
     p.add_argument("--no-export", action="store_true", help="do not run the OTLP exporter")
     # -- the HTTP hook transport
@@ -61,21 +70,43 @@ def run(args) -> int:
         return _serve(_multi(args))
     with open_project(args, store=False) as ctx:  # serve opens its own connections per thread
         project, cfg = ctx.project, ctx.cfg
-    host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
+    guard = _guard(args, cfg)
+    host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote,
+                              secured=guard.secured)
     if args.detach:  # -- the HTTP hook transport: serve in the background
+        if guard.tls or guard.token_required:
+            raise UsageError("serve --detach serves the HTTP hook transport, which Claude Code reaches "
+                             "on loopback without a token: drop --tls-cert/--tls-key/--token-file")
         return _detach(args, project, host, port)
     from memhealth.hook_server import HookRunner
     from telemetry.hook_endpoint import HookEndpoint
 
     app = Serve(project, cfg, host, port, probe=None if args.no_probes else "default",
-                export=not args.no_export, hooks=HookEndpoint(project, HookRunner(project)))
+                export=not args.no_export, hooks=HookEndpoint(project, HookRunner(project)),
+                guard=guard)
     try:
         app.start()
     except OSError as exc:
         raise MemhealthError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     shown = f"[{app.host}]" if ":" in app.host else app.host
-    print(f"memhealth serve: listening on http://{shown}:{app.port} for {project.root}", flush=True)
+    print(f"memhealth serve: listening on {app.scheme}://{shown}:{app.port} for {project.root}"
+          f"{_secured_note(guard)}", flush=True)
     return _serve(app)
+
+
+def _guard(args, cfg):
+    """TLS and the bearer token from the flags, else serve.tls_cert/tls_key/token_file."""
+    from telemetry.serve_auth import Guard
+
+    section = cfg["serve"]
+    return Guard.load(args.tls_cert or section["tls_cert"], args.tls_key or section["tls_key"],
+                      args.token_file or section["token_file"])
+
+
+def _secured_note(guard) -> str:
+    if not guard.token_required:
+        return ""
+    return " (every request needs the bearer token)"
 
 
 def _detach(args, project, host: str, port: int) -> int:
@@ -112,18 +143,20 @@ def _multi(args):
         project = Project(entry.root)
         return project, load(project.state_dir)
 
-    host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote)
+    guard = _guard(args, cfg)
+    host, port = parse_listen(args.listen or cfg["serve"]["listen"], allow_remote=args.allow_remote,
+                              secured=guard.secured)
     path = registry.registry_path()
     app = MultiServe(path, open_entry, cfg, host, port, probe=None if args.no_probes else "default",
-                     export=not args.no_export)
+                     export=not args.no_export, guard=guard)
     try:
         app.start()
     except OSError as exc:
         raise MemhealthError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     shown = f"[{app.host}]" if ":" in app.host else app.host
     served = len(app.targets())
-    print(f"memhealth serve: listening on http://{shown}:{app.port} for {served} project(s) "
-          f"registered in {path}", flush=True)
+    print(f"memhealth serve: listening on {app.scheme}://{shown}:{app.port} for {served} project(s) "
+          f"registered in {path}{_secured_note(guard)}", flush=True)
     return app
 
 

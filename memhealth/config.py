@@ -138,6 +138,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "listen": ("str", "127.0.0.1:9464", None, "host:port; loopback unless told otherwise"),
         "probe_interval_s": ("float", 60.0, (1.0, 86400.0), "background gate schedule"),
         "export_interval_s": ("float", 15.0, (1.0, 86400.0), "OTLP export schedule"),
+        # -- TLS and the bearer token (a non-loopback listen address needs all three) --
+        "tls_cert": ("str", "", None, "PEM certificate (chain) to serve HTTPS with; \"\" = plain HTTP"),
+        "tls_key": ("str", "", None, "the certificate's PEM private key"),
+        "token_file": ("str", "", None, "file holding the bearer token every request must send "
+                       "(mode 0600); \"\" = no token (loopback only)"),
         # -- the HTTP hook transport (`memhealth init --transport http`)
         "hook_autostart": ("bool", False, None,
                            "with the HTTP hook transport: SessionStart starts `memhealth serve` "
@@ -158,11 +163,32 @@ SCHEMA: dict[str, dict[str, tuple]] = {
                    "the closed set of alert routes (Alertmanager receivers); any other receiver is "
                    "counted as route \"unknown\", which shares one budget"),
         "webhook_url": ("str", "", None, "optional generic webhook for pages and digests"),
+        # -- per-route pagers (the team topology's budget: each team's pages to its own pager) --
+        "route_webhooks": ("list", [], None,
+                           'ROUTE=URL entries, e.g. "team-a-page=https://pager.example/a": pages and '
+                           "digests of that route go to its URL instead of webhook_url"),
     },
 }
 
 _BOOL = {"true": True, "1": True, "yes": True, "on": True,
          "false": False, "0": False, "no": False, "off": False}
+
+
+def _check_url(value: str) -> None:
+    """A URL the HTTP client can use as it stands: no space or control character (a CRLF
+    would split the request line), a host, a numeric port; ValueError says which."""
+    from urllib.parse import urlsplit
+
+    bad = next((c for c in value if ord(c) <= 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ValueError(f"a URL without spaces or control characters (found {bad!r})")
+    parts = urlsplit(value)
+    if not parts.hostname:
+        raise ValueError("a URL with a host")
+    try:
+        _ = parts.port  # raises for a port that is not a number
+    except ValueError:
+        raise ValueError("a URL whose port is a number") from None
 
 
 def _coerce(section: str, key: str, value, from_env: bool):
@@ -174,6 +200,8 @@ def _coerce(section: str, key: str, value, from_env: bool):
                 raise TypeError("a string")
             if kind == "url" and value and not value.startswith(("http://", "https://")):
                 raise ValueError("an http:// or https:// URL, or \"\"")
+            if kind == "url" and value:
+                _check_url(value)
         elif kind == "int":
             if from_env:
                 try:

@@ -12,7 +12,7 @@ try:  # the builtin module: hashlib would load OpenSSL, ~2 ms on every prompt
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-from memory_core.delivery.intent import classify, system_turn
+from memory_core.delivery.intent import MAX_SCAN_CHARS, classify, system_turn
 from memory_core.text import clean
 
 OPERATOR_NOTES_SHOWN = "gate.operator_notes_shown"  # the NOTE set the person was last shown
@@ -164,7 +164,7 @@ def prompt(ctx) -> str | None:
 
     from memory_core.delivery import inject
 
-    result = inject.decide(ctx.conn, text, intent, ctx.cfg, ctx.session_id, ctx.trace,
+    result = inject.decide(ctx.conn, text[:MAX_SCAN_CHARS], intent, ctx.cfg, ctx.session_id, ctx.trace,
                            root=ctx.project.root)
     ctx.decisions.append({**decision, "outcome": result.outcome, "intent": intent,
                           "retrieval_ms": result.retrieval_ms, "detail": result.detail})
@@ -285,6 +285,7 @@ def prompt_cues(ctx) -> str | None:
         return None
     from memory_core.delivery import cues
 
+    raw = raw[:MAX_SCAN_CHARS]  # what the cascade read, no more
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "prompt")
     matches = ev.match_symbols(raw) + ev.match_event("prompt") + ev.match_semantic(raw, ctx.cfg)
     out = ev.deliver(matches, "cued by the prompt") if matches else None
@@ -377,6 +378,11 @@ def apply_ablation(ctx, now_ns: int | None = None) -> str | None:
     now_ns = time.time_ns() if now_ns is None else now_ns
     try:
         sched = json.loads(row[0])
+        from memory_core.delivery.ablation import problem  # only while a schedule is stored
+
+        why = problem(sched)
+        if why:  # a section that is no arm's would read "ablated" while nothing is off
+            raise ValueError(f"{why}; `memhealth ablation stop` clears it")
         stopped = sched.get("stopped_ns")
         if now_ns >= (min(sched["end_ns"], stopped) if stopped else sched["end_ns"]):
             return None

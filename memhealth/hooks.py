@@ -157,27 +157,13 @@ def session_id_of(payload: dict) -> str | None:
     return None
 
 
-_HARNESS_TAG = None
-
-
 def neutralize(text: str) -> str:
-    """Break markup that could open or close the harness's own tags (`<system-reminder>`,
-    `</system-reminder>`, and every tag of memory_core.delivery.intent's machine-turn shapes): their
-    `<` becomes `‹`, so a memory file cannot end our frame and speak as the harness. The
-    single emit point applies it to everything a hook injects."""
-    global _HARNESS_TAG
-    if "<" not in text:
-        return text
-    if _HARNESS_TAG is None:
-        import re
+    """Break markup that could speak as the harness or a tool, and quote text that addresses
+    the agent as an instruction (memhealth/neutralize.py). The single emit point applies it to
+    everything a hook injects."""
+    from memhealth.neutralize import neutralize as counted
 
-        from memory_core.delivery.intent import SYSTEM_TURN_PREFIXES
-
-        names = sorted({p[1:].rstrip(">") for p in SYSTEM_TURN_PREFIXES if p.startswith("<")}, key=len,
-                       reverse=True)
-        _HARNESS_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, names)) + r")(?![\w-]))",
-                                  re.IGNORECASE)
-    return _HARNESS_TAG.sub("\u2039", text)
+    return counted(text)[0]
 
 
 def write_stdout(data: bytes) -> None:
@@ -188,14 +174,19 @@ def write_stdout(data: bytes) -> None:
         view = view[written:]
 
 
-def emit(event: str, text: str, notice: str | None = None, out=None) -> int:
+def emit(event: str, text: str, notice: str | None = None, out=None, found: dict | None = None) -> int:
     """Write the context JSON through `out` (default fd 1; the HTTP transport passes its
     response writer); a closed reader raises OSError to the caller. Returns the characters
     of context emitted. `notice` goes to `systemMessage`: shown to the user, not the model
-    (Claude Code's hooks reference)."""
+    (Claude Code's hooks reference). `found`, when given, receives what was neutralized
+    (memhealth/neutralize.py), {kind: count}."""
+    from memhealth.neutralize import neutralize as counted
     from memory_core.text import clean, clip
 
-    text = clip(neutralize(clean(text)), MAX_CONTEXT_CHARS)
+    text, neutral = counted(clean(text))
+    if found is not None:
+        found.update(neutral)
+    text = clip(text, MAX_CONTEXT_CHARS)
     body = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
     if notice:
         body["systemMessage"] = clip(notice, MAX_CONTEXT_CHARS)
@@ -205,6 +196,21 @@ def emit(event: str, text: str, notice: str | None = None, out=None) -> int:
 
 # The kind a handler's untagged output is charged to (HookContext.part tags the rest).
 DEFAULT_KIND = {"session-start": "summary", "prompt": "recall", "pre-tool": "cue", "post-tool": "cue"}
+
+
+def _count_neutralized(conn, found: dict[str, int], span) -> None:
+    """memhealth_injection_neutralized_total{kind} and a span attribute; a locked store costs
+    the count, never the hook."""
+    from memory_core.outbox.rollups import bump
+    from memory_core.store.tx import write
+
+    span.set("memhealth.neutralized", ",".join(f"{k}={n}" for k, n in sorted(found.items())))
+    try:
+        with write(conn):
+            for kind, n in found.items():
+                bump(conn, "memhealth_injection_neutralized_total", {"kind": kind}, n)
+    except MemoryCoreError:
+        pass
 
 
 def _say(line: str, limit: int = 300) -> None:
@@ -268,6 +274,36 @@ def serve_event(event: str, raw: bytes, project, conn, out, truncated: bool = Fa
              transport="http", truncated=truncated)
     except BaseException as exc:  # noqa: BLE001 - as run(): a hook never raises
         _say(f"memhealth serve: hook {event}: internal error: {type(exc).__name__}: {exc}")
+
+
+def _spill(project, record: dict, decisions: list) -> str:
+    """Put a heartbeat the store refused, and its decisions, in the spill (or its fallback);
+    whatever neither file took goes into the journal's failure line, which is small enough
+    to fit where a row did not (a full disk, a file-size limit). Returns the truthful clause
+    for stderr: where the rows are, or that they are NOT recorded."""
+    from memory_core.outbox import journal, spill
+
+    where = spill.append(project.spill_path, record)
+    lost = [{"kind": "decision", "row": {"ts_ns": time.time_ns(), **d}} for d in decisions]
+    lost = [row for row in lost if not spill.append(project.spill_path, row)]
+    if where and not lost:
+        return where.say()
+    rows = ([] if where else [{**record, "spill_cause": where.cause,
+                              "spill_error": "; ".join(where.errors)[:300]}]) + lost
+    kept = journal.failed(project.state_dir, record["trace_id"], rows)
+    if not where:
+        errors = "; ".join(where.errors)
+        return (f"recorded as a failure in {journal.path_of(project.state_dir)} (the spill refused it: {errors})"
+                if kept else where.say())
+    return where.say() + ("" if kept else "; its decision NOT recorded (the spill refused it)")
+
+
+def _confirm(session_id):
+    def confirm(conn) -> None:
+        from memory_core.delivery.cues import confirm
+
+        confirm(conn, session_id)
+    return confirm
 
 
 def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
@@ -345,18 +381,23 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
                 emit(hook, store_failure(exc).text(), out=out)
             except OSError as out_exc:
                 problem = f"; and stdout: {out_exc}"
-        where = spill.append(project.spill_path, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error",
-                                                  "reason": reason,
-                                                  "detail": (str(exc) + (problem or ""))[:500]})
-        if hook == "prompt" and where:
-            spill.append(project.spill_path, {"kind": "decision",
-                                              "row": _error_decision(hook, payload, session_id, trace_id, reason)})
-        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
+        said = _spill(project, {**spill_base, "ended_ns": time.time_ns(), "outcome": "error", "reason": reason,
+                                "detail": (str(exc) + (problem or ""))[:500]},
+                      [_error_decision(hook, payload, session_id, trace_id, reason)] if hook == "prompt" else [])
+        if hook == "session-end":  # the session's capture must not be lost to a held lock
+            try:
+                from memhealth import capture_worker
+
+                said += "; " + capture_worker.defer(project, cfg, payload, session_id)
+            except Exception as defer_exc:  # noqa: BLE001 - the hook still exits 0
+                said += f"; the session's capture is NOT deferred ({type(defer_exc).__name__}: {defer_exc})"
+        _say(f"memhealth hook {hook}: {exc} ({said})", 1000)
         return
 
     # 2. the work
     outcome, reason, detail = "ok", None, None
     ctx = blocks = None
+    written = False  # the context reached stdout: only then do its cue deliveries count
     problem = invalid or config_error
     root = trace.span(f"memhealth.hook {hook}", kind="internal")
     root.update({"memhealth.hook": hook, "session.id": session_id or "",
@@ -373,8 +414,10 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
 
         text = handlers.HANDLERS[hook](ctx)
         if (text or ctx.notice) and hook in CONTEXT_EVENTS:
+            found: dict[str, int] = {}
             try:
-                emitted = emit(hook, text or "", ctx.notice, out)
+                emitted = emit(hook, text or "", ctx.notice, out, found)
+                written = bool(text)
             except OSError as exc:  # BrokenPipeError and friends: the reader went away
                 ctx.problem("stdout_closed", f"could not write context to {'the HTTP response' if out else 'stdout'}: "
                             f"{exc.strerror or exc}")
@@ -383,6 +426,8 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
                     from memory_core.outbox import costs
 
                     blocks = costs.attribute(ctx.parts or [(DEFAULT_KIND[hook], text or "")], emitted)
+            if found:
+                _count_neutralized(conn, found, root)
         if ctx.problems:
             reason, detail = ctx.problems[0]
             outcome = "error"
@@ -400,24 +445,29 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
     decisions = ctx.decisions if ctx is not None else []
     if hook == "prompt" and not decisions:
         decisions = [_error_decision(hook, payload, session_id, trace_id, reason or "error")]
+    # in the same transaction: the context's cost by block kind, and (only when the context
+    # was written) the cue deliveries it carried, confirmed
+    confirm = _confirm(session_id) if written else None
     extra = None
-    if blocks:
-        def extra(c, _blocks=blocks):
-            costs.record(c, hook, session_id, trace_id, _blocks, time.time_ns())
+    if blocks or confirm:
+        def extra(c, _blocks=blocks, _confirm=confirm):
+            if _blocks:
+                costs.record(c, hook, session_id, trace_id, _blocks, time.time_ns())
+            if _confirm:
+                _confirm(c)
     try:
         heartbeat.finish(conn, hb_id, hook, started_ns, outcome, reason, detail,
                          trace=trace, decisions=decisions, extra=extra)
     except MemoryCoreError as exc:
-        where = spill.append(project.spill_path, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
-                                                  "outcome": outcome if outcome != "ok" else "error",
-                                                  "reason": reason or getattr(exc, "reason", "store"),
-                                                  "detail": (detail or str(exc))[:500]})
-        for decision in decisions:
-            # the decision goes wherever the heartbeat went: both, or the stderr line says so
-            spill.append(where.path or project.spill_path,
-                         {"kind": "decision", "row": {"ts_ns": time.time_ns(), **decision}})
-        _say(f"memhealth hook {hook}: {exc} ({where.say()})", 1000)
-        return
+        said = _spill(project, {**spill_base, "id": hb_id, "ended_ns": time.time_ns(),
+                                "outcome": outcome if outcome != "ok" else "error",
+                                "reason": reason or getattr(exc, "reason", "store"),
+                                "detail": (detail or str(exc))[:500]}, decisions)
+        _say(f"memhealth hook {hook}: {exc} ({said})", 1000)
+        return  # no end line: if the spilled row is lost, the started line still counts it
+    # the row is in the database: the started line is settled here, not by looking the row
+    # up later in a store that may have been reset since (a reset is not 5 killed prompts)
+    journal.ended(project.state_dir, trace_id)
     if journal_size is not None and journal_size > journal.DRAIN_AT_BYTES:
         try:  # no gate or serve has drained it for a while: keep it small
             journal.drain(conn, project.state_dir, cfg["hooks"]["killed_after_s"])

@@ -7,7 +7,10 @@
      │    ├── StoreReadOnly      the file or its directory is not writable
      │    ├── StoreFull          the disk (or the file-size limit) is full
      │    ├── StoreIO            the operating system failed a read or write
-     │    └── StoreWalDeleted    memory.db-wal was deleted under open connections
+     │    ├── StoreWalDeleted    memory.db-wal was deleted under open connections
+ │    ├── StoreShmDeleted    memory.db-shm was deleted under a process that holds it
+ │    ├── StoreLink          memory.db, -wal or -shm is a symbolic link (never followed)
+ │    └── StoreNotFile       memory.db is a directory or another non-file
      ├── VectorUnavailable       sqlite-vec cannot be loaded by this interpreter
      ├── DimensionMismatch       a vector of the wrong width was offered to the store
      ├── EmbedError              (memory_core.index.embed) an embedding call failed; .reason says
@@ -56,6 +59,31 @@ class StoreWalDeleted(StoreError):
     put it back from a process that still holds it."""
 
     reason = "wal_deleted"
+    fix = ""
+
+
+class StoreShmDeleted(StoreError):
+    """The -shm (the WAL index) was deleted while a process still maps it: a new connection
+    would build a second index beside it, and the last to close checkpoints from its own
+    view, dropping the other's rows. `.fix` names the process."""
+
+    reason = "shm_deleted"
+    fix = ""
+
+
+class StoreLink(StoreError):
+    """One of the store's files is a symbolic link: SQLite would follow it (into another
+    project's store, or nowhere); `.fix` names the link to remove."""
+
+    reason = "db_symlink"
+    fix = ""
+
+
+class StoreNotFile(StoreError):
+    """memory.db exists but is not a regular file (a directory, a FIFO); `.fix` says how to
+    move it aside."""
+
+    reason = "db_not_file"
     fix = ""
 
 

@@ -29,6 +29,23 @@ def clip(text: str, limit: int) -> str:
     return text[: max(limit - 1, 0)] + "…"
 
 
+def git_provenance(attrs: dict | None) -> str:
+    """", committed 3f2a9c1d0b7e by Bob on 2026-11-30" from a memory chunk's attrs.git (set at
+    ingest, memory_core/ingest/provenance.py), "; local, not committed" when the working tree
+    differs from HEAD; "" without git. The author is what the commit says (anyone can write any
+    name into an unsigned commit): one line, no quotes, at most 60 characters."""
+    info = (attrs or {}).get("git") if isinstance(attrs, dict) else None
+    if not isinstance(info, dict):
+        return ""
+    out = ""
+    if info.get("commit"):
+        author = " ".join(str(info.get("author") or "?").replace('"', "'").split())[:60]
+        out = f", committed {str(info['commit'])[:12]} by {author} on {str(info.get('date') or '?')[:10]}"
+    if info.get("local"):
+        out += "; local, changed since that commit" if out else ", local, not committed"
+    return out
+
+
 def split_lines(text: str) -> list[str]:
     """Lines without their terminators (LF or CRLF); a lone CR stays in the line."""
     lines = text.split("\n")

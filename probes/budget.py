@@ -206,6 +206,10 @@ def _digest_due(conn, route: str, now: float, cfg: dict) -> Decision | None:
                     digest=summary)
 
 
+DECIDE_BATCH = 100        # alerts decided per write transaction
+ALERT_KEEP_ROWS = 5_000   # alert_decisions rows kept besides pages (newest first)
+
+
 def decide(conn, alerts: list[dict], now: float, cfg: dict, route: str | None = None) -> list[Decision]:
     """Decide every alert of one Alertmanager webhook (v4) delivery; store and count each.
 
@@ -216,62 +220,76 @@ def decide(conn, alerts: list[dict], now: float, cfg: dict, route: str | None = 
     if not isinstance(alerts, list) or not all(isinstance(a, dict) for a in alerts):
         raise AlertPayloadError("alerts must be a list of objects (Alertmanager webhook v4)")
     acfg = cfg["alerts"]
-    per_window, repeat_s = int(acfg["pages_per_window"]), float(acfg["repeat_s"])
+    per_window = int(acfg["pages_per_window"])
     start = window_start(now, cfg)
     known = set(acfg.get("routes") or ()) | {DEFAULT_ROUTE}
     out: list[Decision] = []
     routes: set[str] = set()
+    # short transactions: a delivery of thousands of alerts must not hold the write lock the
+    # hooks need for seconds (each batch is its own transaction; decisions stay in order)
+    for at in range(0, len(alerts), DECIDE_BATCH):
+        with write(conn):
+            _decide_batch(conn, alerts[at:at + DECIDE_BATCH], now, cfg, route, known, start, out, routes)
     with write(conn):
-        for alert in alerts:
-            labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
-            r = str(labels.get("route") or route or DEFAULT_ROUTE)
-            if r not in known:  # client text never becomes a label or a budget of its own
-                r = UNKNOWN_ROUTE
-            if r not in routes:
-                routes.add(r)
-                due = _digest_due(conn, r, now, cfg)
-                if due is not None:
-                    out.append(due)
-            cls = classify(alert)
-            fp = str(alert.get("fingerprint") or fingerprint(labels))
-            status = str(alert.get("status") or "firing")
-            base = (now, r, cls.name, fp, cls.severity, status)
-            recent = conn.execute(
-                "SELECT 1 FROM alert_decisions WHERE route = ? AND fingerprint = ? AND status = 'firing' "
-                "AND decision != 'deduped' AND ts_ns > ? LIMIT 1",
-                (r, fp, _ns(now - repeat_s))).fetchone() if status == "firing" else None
-            meta = None
-            if status != "firing":
-                d = Decision(*base, "noted", f"{status}: recorded, never a page", cls.fix)
-            elif recent is not None:
-                d = Decision(*base, "deduped", f"same fingerprint decided within {repeat_s:g} s", cls.fix)
-            elif cls.never_page:
-                d = Decision(*base, "noted", f"{cls.never_page} never pages", cls.fix)
-            elif cls.severity != "page":
-                d = Decision(*base, "noted", f"{cls.severity}: recorded, not paged", cls.fix)
-            elif not cls.fix:
-                d = Decision(*base, "noted", "not actionable (no fix or runbook_url): a page must be "
-                             "actionable", cls.fix)
-            else:
-                used = pages_used(conn, r, start, now)
-                class_ok = cls.pages_per_window is None or \
-                    pages_used(conn, r, start, now, cls.name) < cls.pages_per_window
-                if used < per_window and class_ok:
-                    d = Decision(*base, "paged", f"page {used + 1} of {per_window} in this window", cls.fix)
-                else:
-                    d = Decision(*base, "folded", f"over budget ({per_window} pages per "
-                                 f"{acfg['window_h']:g} h): folded into the window's digest", cls.fix)
-            _store(conn, d)
-            out.append(d)
-            if d.decision == "folded":
-                meta = _meta_alert(conn, r, start, now)
-                if meta is not None:
-                    _store(conn, meta)
-                    out.append(meta)
         for r in sorted(routes):
             remaining = max(per_window - pages_used(conn, r, start, now), 0)
             rollups.set_gauge(conn, "memhealth_alert_budget_remaining", float(remaining), {"route": r})
+        # retention: the newest rows stay; pages always do (the budget counts them per window)
+        conn.execute("DELETE FROM alert_decisions WHERE decision != 'paged' AND "
+                     "id <= (SELECT max(id) FROM alert_decisions) - ?", (ALERT_KEEP_ROWS,))
     return out
+
+
+def _decide_batch(conn, alerts, now, cfg, route, known, start, out, routes) -> None:
+    """Decide one batch of a delivery inside the caller's write transaction (see decide)."""
+    acfg = cfg["alerts"]
+    per_window, repeat_s = int(acfg["pages_per_window"]), float(acfg["repeat_s"])
+    for alert in alerts:
+        labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+        r = str(labels.get("route") or route or DEFAULT_ROUTE)
+        if r not in known:  # client text never becomes a label or a budget of its own
+            r = UNKNOWN_ROUTE
+        if r not in routes:
+            routes.add(r)
+            due = _digest_due(conn, r, now, cfg)
+            if due is not None:
+                out.append(due)
+        cls = classify(alert)
+        fp = str(alert.get("fingerprint") or fingerprint(labels))
+        status = str(alert.get("status") or "firing")
+        base = (now, r, cls.name, fp, cls.severity, status)
+        recent = conn.execute(
+            "SELECT 1 FROM alert_decisions WHERE route = ? AND fingerprint = ? AND status = 'firing' "
+            "AND decision != 'deduped' AND ts_ns > ? LIMIT 1",
+            (r, fp, _ns(now - repeat_s))).fetchone() if status == "firing" else None
+        meta = None
+        if status != "firing":
+            d = Decision(*base, "noted", f"{status}: recorded, never a page", cls.fix)
+        elif recent is not None:
+            d = Decision(*base, "deduped", f"same fingerprint decided within {repeat_s:g} s", cls.fix)
+        elif cls.never_page:
+            d = Decision(*base, "noted", f"{cls.never_page} never pages", cls.fix)
+        elif cls.severity != "page":
+            d = Decision(*base, "noted", f"{cls.severity}: recorded, not paged", cls.fix)
+        elif not cls.fix:
+            d = Decision(*base, "noted", "not actionable (no fix or runbook_url): a page must be "
+                         "actionable", cls.fix)
+        else:
+            used = pages_used(conn, r, start, now)
+            class_ok = cls.pages_per_window is None or \
+                pages_used(conn, r, start, now, cls.name) < cls.pages_per_window
+            if used < per_window and class_ok:
+                d = Decision(*base, "paged", f"page {used + 1} of {per_window} in this window", cls.fix)
+            else:
+                d = Decision(*base, "folded", f"over budget ({per_window} pages per "
+                             f"{acfg['window_h']:g} h): folded into the window's digest", cls.fix)
+        _store(conn, d)
+        out.append(d)
+        if d.decision == "folded":
+            meta = _meta_alert(conn, r, start, now)
+            if meta is not None:
+                _store(conn, meta)
+                out.append(meta)
 
 
 def _meta_alert(conn, route: str, start: float, now: float) -> Decision | None:

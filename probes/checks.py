@@ -35,9 +35,41 @@ def _days(cfg_value: float) -> str:
 
 # -- 1 ---------------------------------------------------------------------------------------
 
+LINK_FINDINGS_WINDOW_S = 30 * DAY  # refusals older than this were re-listed since, or the file left
+
+
+def refused_links(ev) -> list[tuple[str, str]]:
+    """(path, target) of memory and docs files an ingest refused because a symbolic link
+    takes them outside the project, and that still do (a removed link clears itself)."""
+    from memory_core.ingest.filesource import LINK_OUTSIDE, escapes
+
+    since = ev.now_ns - int(LINK_FINDINGS_WINDOW_S * 1e9)
+    out = []
+    for (path,) in ev.conn.execute(
+            "SELECT DISTINCT path FROM ingest_log WHERE ts_ns > ? AND reason = ? ORDER BY path LIMIT 200",
+            (since, LINK_OUTSIDE)):
+        target = escapes(ev.root, os.path.join(ev.root, path)) if path else None
+        if target:
+            out.append((path, target))
+    return out
+
+
 def ingest_freshness(ev) -> CheckResult:
-    """RED when ingestion never ran, or a source's newest watermark is older than the budget
-    measured against the latest session activity (an idle project is not stale)."""
+    """RED when a memory or docs file is a link leading outside the project (refused, never
+    read), when ingestion never ran, or when a source's newest watermark is older than the
+    budget measured against the latest session activity (an idle project is not stale)."""
+    links = refused_links(ev)
+    if links:
+        named = "; ".join(f"{path} → {target}" for path, target in links[:5])
+        more = f" (and {len(links) - 5} more)" if len(links) > 5 else ""
+        return red(f"refused {len(links)} symbolic link(s) leading outside the project, never read: {named}{more}",
+                   "remove each link (its target is not touched): `rm "
+                   + " ".join(shlex.quote(p) for p, _t in links) + "`, or put a copy of the file in its place; "
+                   "then `memhealth ingest`")
+    return _ingest_freshness(ev)
+
+
+def _ingest_freshness(ev) -> CheckResult:
     # path '*' is the per-source run marker every ingest writes, files or not: a source with
     # only that row had nothing to read, and is not reported as "fresh"
     rows = ev.conn.execute(
@@ -315,12 +347,55 @@ def memory_index_paths(ev) -> list[str]:
     return out
 
 
+TEAMMATE_NAMED = 5  # memory files named by the teammates' note; the rest are counted
+
+
+def teammate_memory(ev) -> list[tuple[str, str, str]]:
+    """(path, author, commit) of memory files last changed by someone else (a commit whose
+    author email is not this user's `user.email`, both read at ingest) since this machine's
+    last session ended; every teammate's file when no session ended here yet. Newest first."""
+    import json
+    from datetime import datetime
+
+    from memory_core.store.meta import get_meta
+
+    me = (get_meta(ev.conn, "git.user_email") or "").strip().lower()
+    row = ev.conn.execute("SELECT max(ended_ns) FROM heartbeats WHERE hook = 'session-end' "
+                          "AND outcome = 'ok'").fetchone()
+    since_ns = row[0] if row and row[0] else 0
+    out = []
+    for path, attrs in ev.conn.execute(
+            "SELECT path, attrs FROM chunks WHERE source = 'memory' AND attrs LIKE '%\"git\"%' "
+            "GROUP BY path"):
+        try:
+            info = json.loads(attrs).get("git") or {}
+            when_ns = int(datetime.fromisoformat(info["date"]).timestamp() * 1e9)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        # a commit's date has whole seconds: one made in the second the session ended is after it
+        if str(info.get("email") or "").strip().lower() == me or when_ns // 10**9 < since_ns // 10**9:
+            continue
+        out.append((when_ns, path, str(info.get("author") or "?"), str(info.get("commit") or "")))
+    return [(p, a, c) for _, p, a, c in sorted(out, reverse=True)]
+
+
 def memory_files(ev) -> CheckResult:
     """RED when the memory index outgrows what is read at every resume (280 lines or 90,000
-    bytes), or its resume anchor is broken or went stale while sessions kept running."""
+    bytes), or its resume anchor is broken or went stale while sessions kept running. NOTE
+    naming the memory files a teammate added or changed (by git) since this machine's last
+    session: what every agent here will now be told, for a person to review."""
     found = [p for p in memory_index_paths(ev) if os.path.isfile(p)]
+    teammates = teammate_memory(ev)
+    if teammates:
+        named = ", ".join(f"{p} ({' '.join(a.split())[:40]}, {c[:8]})" for p, a, c in teammates[:TEAMMATE_NAMED])
+        more = f" and {len(teammates) - TEAMMATE_NAMED} more" if len(teammates) > TEAMMATE_NAMED else ""
+        teammate_note = (f"{len(teammates)} memory file(s) changed by others since this machine's last "
+                         f"session, delivered to the agent from now on: {named}{more}")
+    else:
+        teammate_note = None
     if not found:
-        return note("no MEMORY.md index (looked in the project root, .memhealth/memory, "
+        return note((f"{teammate_note}; " if teammate_note else "")
+                    + "no MEMORY.md index (looked in the project root, .memhealth/memory, "
                     ".claude/memory, [ingest].memory)", fix="create MEMORY.md: one line per memory, a `## LATEST` resume anchor",
                     audience=OPERATOR)
     reds, notes, details = [], [], []
@@ -367,9 +442,12 @@ def memory_files(ev) -> CheckResult:
         else:
             details.append(f"{rel}: {lines} lines, anchor {ago(age_s)} old")
     if reds:
-        return red("; ".join(d for d, _ in reds), reds[0][1])
+        return red("; ".join(d for d, _ in reds + ([(teammate_note, "")] if teammate_note else [])),
+                   reds[0][1])
+    if teammate_note:
+        notes.insert(0, teammate_note)
     if notes:
-        return note("; ".join(notes))
+        return note("; ".join(notes), audience=OPERATOR if teammate_note else None)
     return green("; ".join(details) or f"{len(found)} index file(s) ok")
 
 

@@ -12,7 +12,8 @@ Sequence (one request when healthy, where the paper's reference harness makes th
   2. POST /api/embed one short text within timeout_s. Refused → unreachable; 404 naming the
      model → model_missing; 503 → busy (a NOTE: transient, not an outage); an answer that is
      not Ollama's (an HTML page) → not_ollama; JSON that breaks off or lacks Ollama's
-     fields → malformed_reply; wrong width → dimension_mismatch.
+     fields → malformed_reply; wrong width → dimension_mismatch; 404 on every route →
+     not_ollama; any other error status at once → server_error (never wedged: it answered).
   3. No answer within timeout_s → one warm-up retry within warmup_timeout_s. Retry OK →
      GREEN, state cold, "warmed in X.X s". Both time out → wedged. Inside a hook (the
      caller passes a deadline) there is no retry: a NOTE "undecided", and the verdict is
@@ -28,7 +29,7 @@ import time
 from probes.result import CheckResult, duration
 
 STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
-          "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
+          "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply", "server_error")
 PROBE_TEXT = "memory-health embed probe"
 DEADLINE_MARGIN_S = 1.0  # leave the hook this long to print its verdict before its timeout
 _WIDTH = re.compile(r"returned (\d+)-dim")
@@ -78,9 +79,15 @@ def _failure(exc, e: dict, t0: float, warmup_s: float = 0.0) -> CheckResult:
                        f"--rebuild`, or choose a {e['dim']}-d model", "dimension_mismatch", t0, warmup_s)
     if reason == "timeout":
         return _result("red", f"embed probe gave no answer ({exc})", FIX_WEDGED, "wedged", t0, warmup_s)
+    # an answer is never "wedged": only a probe that waited out the full warm-up may say that
     status = getattr(exc, "status", None)
-    return _result("red", f"embed probe failed: {exc}", FIX_WEDGED if (status or 0) >= 500 else
-                   f"check the Ollama server log at {url}", "wedged", t0, warmup_s)
+    if status == 404:  # /api/embed and the legacy /api/embeddings both missing: not Ollama's routes
+        return _result("red", f"{url} answers 404 on /api/embed and /api/embeddings: not an Ollama server "
+                       f"({exc})", f"point [embedding].url at Ollama; something else listens at {url}",
+                       "not_ollama", t0)
+    return _result("red", f"Ollama at {url} answered with an error at once: {exc}",
+                   "read the Ollama server log (the terminal running `ollama serve`, or `journalctl -u ollama`): "
+                   "the reply above names the failure", "server_error", t0, warmup_s)
 
 
 def embedding_path(ev) -> CheckResult:

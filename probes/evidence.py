@@ -30,7 +30,7 @@ class Evidence:
     """
 
     __slots__ = ("root", "state_dir", "conn", "cfg", "now", "session_id", "deadline",
-                 "trace", "witness", "_tables", "_meta")
+                 "trace", "witness", "scheduled", "_tables", "_meta")
 
     def __init__(self, root: str, conn, cfg: dict, now: float | None = None,
                  session_id: str | None = None, deadline: float | None = None,
@@ -46,6 +46,7 @@ class Evidence:
         # whether the witness may read new transcript bytes (probes.witness): `memhealth gate`
         # and serve's scheduled gate; never a hook's gate, which reads the recorded findings only
         self.witness = witness
+        self.scheduled = False  # serve's background gate: reports one-time notices, never uses them up
         self._tables: set[str] | None = None
         self._meta: dict[str, str | None] = {}
 
@@ -87,6 +88,17 @@ class Evidence:
         try:
             value = json.loads(raw)
             return int(value.get("ack_ns", 0)) if isinstance(value, dict) else int(value)
+        except (ValueError, TypeError):
+            return 0
+
+    def acked_id(self, check: str) -> int:
+        """The newest heartbeat row when CHECK was last acknowledged (0 = never, or an
+        acknowledgement older than this field): rows written after it are reported again,
+        whatever their clocks said."""
+        raw = self.meta(ACK_PREFIX + check)
+        try:
+            value = json.loads(raw) if raw else {}
+            return int(value.get("ack_id", 0)) if isinstance(value, dict) else 0
         except (ValueError, TypeError):
             return 0
 

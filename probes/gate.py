@@ -270,7 +270,11 @@ def acknowledge(conn, check: str, now_ns: int, detail: str = "") -> None:
         raise ValueError(f"{check} has no past-event findings to acknowledge; "
                          f"acknowledgeable: {', '.join(ACKABLE)}")
     with write(conn):
-        set_meta(conn, ACK_PREFIX + check, json.dumps({"ack_ns": now_ns, "detail": detail[:500]}))
+        # ack_id: the rows it covers by insertion order, so a skewed clock cannot hide a later
+        # failure behind the acknowledgement (ack_ns stays for `memhealth report`)
+        (ack_id,) = conn.execute("SELECT coalesce(max(id), 0) FROM heartbeats").fetchone()
+        set_meta(conn, ACK_PREFIX + check, json.dumps({"ack_ns": now_ns, "ack_id": ack_id,
+                                                       "detail": detail[:500]}))
 
 
 def dumps(verdict: Verdict) -> str:

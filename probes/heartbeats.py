@@ -225,7 +225,21 @@ REASON_FIXES = {
     "stdin_timeout": "the hook's stdin was never closed: run it as Claude Code does "
                      "(`memhealth hook EVENT < payload.json`)",
     "config": "fix .memhealth/config.toml (the error names the key), then `memhealth gate`",
+    "shm_deleted": "memory.db-shm was deleted under a process that holds the database: stop that process "
+                   "(`memhealth gate` names it: `kill PID`); the next hook drains the spilled rows",
+    "ablation": "the stored ablation schedule is unreadable: `memhealth ablation stop` clears it",
+    "db_symlink": "a store file is a symbolic link (the detail names it; `ls -l .memhealth/`): remove the "
+                  "link, never its target, and the next hook opens this project's own store",
+    "db_not_file": "memory.db is not a database file: move it aside (`mv .memhealth/memory.db "
+                   ".memhealth/memory.db.aside`), then `memhealth init`",
 }
+
+
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 def hook_heartbeats(ev) -> CheckResult:
@@ -254,16 +268,22 @@ def hook_heartbeats(ev) -> CheckResult:
     window_ns = int(cfg["gate"]["heartbeat_max_age_days"] * 86400e9)
     acked = ev.acked_ns("hook_heartbeats")
     since = ev.now_ns - window_ns
-    for hook in sorted(expected | {"gate"}):
+    acked_id = ev.acked_id("hook_heartbeats")
+    # the capture worker is no settings entry but runs for every SessionEnd: its rows count
+    for hook in sorted(expected | {"gate", "capture"}):
+        # the latest run is the row written last (rowid order), never the one whose clock
+        # said latest: a failure written while the clock ran behind, or far ahead, is still
+        # the hook's latest run
         last = conn.execute(
-            "SELECT outcome, reason, detail, started_ns FROM heartbeats WHERE hook = ? AND "
-            "outcome IS NOT NULL AND started_ns <= ? ORDER BY started_ns DESC LIMIT 1",
-            (hook, ev.now_ns)).fetchone()
+            "SELECT outcome, reason, detail, started_ns, id FROM heartbeats WHERE hook = ? AND "
+            "outcome IS NOT NULL ORDER BY id DESC LIMIT 1", (hook,)).fetchone()
         if last is None:
             continue
-        outcome, reason, detail, started = last
+        outcome, reason, detail, started, row_id = last
         when = ago((ev.now_ns - started) / 1e9)
-        if outcome in ("killed", "error") and started <= acked:
+        if started > ev.now_ns + FUTURE_SLACK_NS:
+            when = f"dated {ago((started - ev.now_ns) / 1e9)} in the future, clock skew; written"
+        if outcome in ("killed", "error") and (row_id <= acked_id if acked_id else started <= acked):
             continue  # acknowledged; the hook's next run decides again
         if outcome == "killed":
             if detail == journal.KILLED_DETAIL:  # it never reached the database
@@ -274,8 +294,10 @@ def hook_heartbeats(ev) -> CheckResult:
                              "only if neither"))
                 continue
             reds.append((f"{hook}: last run ({when} ago) was killed (started, never completed)",
-                         f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
-                         "(`memhealth report`)" + ACK))
+                         ("the capture worker was killed (out of memory? a reboot?): `memhealth ingest` "
+                          "captures what it left" if hook == "capture" else
+                          f"raise the {hook} timeout in .claude/settings*.json or find what stalls it "
+                          "(`memhealth report`)") + ACK))
             continue
         if outcome == "error":
             fix = REASON_FIXES.get(reason or "")
@@ -346,11 +368,14 @@ def hook_heartbeats(ev) -> CheckResult:
 
     future = conn.execute("SELECT count(*), max(started_ns) FROM heartbeats WHERE started_ns > ?",
                           (ev.now_ns + FUTURE_SLACK_NS,)).fetchone()
+    skew = None
     if future[0]:
-        # their own finding: not a failure of any hook, and not activity (ignored above)
-        notes.append(f"clock skew: {future[0]} heartbeat(s) dated up to {ago((future[1] - ev.now_ns) / 1e9)} "
+        # their own finding: not a failure of any hook, and not activity (ignored above);
+        # said beside any RED too, since it explains the odd ages there
+        skew = (f"clock skew: {future[0]} heartbeat(s) dated up to {ago((future[1] - ev.now_ns) / 1e9)} "
                      "in the future (the clock was wrong when they were written; they are not counted "
                      "as activity); check the system clock (`timedatectl`)")
+        notes.append(skew)
 
     try:
         identity.adopt(conn, ev.db_path)
@@ -362,13 +387,20 @@ def hook_heartbeats(ev) -> CheckResult:
                          f"{ago((ev.now_ns - reset.get('ts_ns', ev.now_ns)) / 1e9)} ago where store "
                          f"{prev.get('id', '?')}"
                          + (f" (created {ago((ev.now_ns - created) / 1e9)} ago)" if created else "")
-                         + " existed: its history (heartbeats, decisions, gate runs) is gone; said once",
+                         + " existed: its history (heartbeats, decisions, gate runs) is gone"
+                         + ("" if ev.scheduled else "; said once"),
                          "restore .memhealth/memory.db from a backup if you have one, else nothing to do "
                          "(`memhealth ingest` rebuilds memory from its sources)"))
-            identity.reset_said(conn)
+            if not ev.scheduled:  # said once to a person (gate, session start), not to serve's schedule
+                identity.reset_said(conn)
     except (StoreError, conn.Error):
         pass  # a store that cannot be written is named by the rows it refused
 
+    for link in spill.planted_links(ev.spill_path):
+        shown = os.path.relpath(link, ev.root) if link.startswith(ev.state_dir) else link
+        reds.append((f"{os.path.basename(link)} is a symbolic link (to {_readlink(link)}): state files never "
+                     "follow links, so rows a hook could not store have nowhere to wait there",
+                     f"remove the link (its target is not touched): `rm {shown}`"))
     spilled, files, cause, why = _spilled(ev)
     if spilled:
         if cause in spill.CAUSE_FIXES:
@@ -386,6 +418,8 @@ def hook_heartbeats(ev) -> CheckResult:
         detail = "; ".join(d for d, _ in reds)
         if len(reds) > 1:
             detail = f"{len(reds)} problems: {detail}"
+        if skew:
+            detail += f"; also {skew}"
         return red(detail, reds[0][1] if len(reds) == 1 else " | ".join(dict.fromkeys(f for _, f in reds)))
     (runs,) = conn.execute("SELECT count(*) FROM heartbeats WHERE started_ns >= ? AND hook != 'gate'",
                            (since,)).fetchone()

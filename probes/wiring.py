@@ -13,13 +13,20 @@ letters, digits, "_" and "|" alone are an exact list; anything else is a regular
 NEEDED is what `memhealth init` writes (memhealth.installer.WIRING; a test keeps the two
 equal): the event, our hook's name in `memhealth hook NAME`, and the tools a tool event must
 match for the cues to fire.
+
+A handler runs memhealth when it is a command ending in `hook NAME` (OURS), or, with the HTTP
+transport (`memhealth init --transport http`), an http entry POSTing to memhealth serve's
+hook endpoint, `http://<loopback>:PORT/memhealth/hook/NAME` (our_url), for one of the events
+Claude Code POSTs (HTTP_HOOKS). An http entry elsewhere is another program's hook.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
+from urllib.parse import urlsplit
 
 from probes.result import CheckResult, green, red
 
@@ -41,6 +48,62 @@ TOOLS_OF = {event: tools for event, _hook, tools in NEEDED}
 # path to memhealth, `python -m memhealth`, or the shared settings' portable launcher)
 OURS = re.compile(r"memhealth.*\bhook\s+([a-z][a-z-]*)\s*$")
 _EXACT = re.compile(r"^[A-Za-z0-9_|]+$")
+# -- the HTTP transport ------------------------------------------------------------------------
+# memhealth serve's hook endpoint (telemetry.hook_endpoint.PREFIX; probes do not import
+# telemetry) and the hooks `memhealth init --transport http` sends there
+# (memhealth.installer.HTTP_EVENTS; a test keeps the two equal). The others stay commands:
+# Claude Code 2.1.332 calls no SessionStart http entry in a -p session, and SessionStart,
+# PreCompact and SessionEnd must run with serve down.
+HOOK_URL_PATH = "/memhealth/hook/"
+HTTP_HOOKS = ("prompt", "pre-tool", "post-tool", "stop")
+_HOOK_NAME = re.compile(r"^[a-z][a-z-]*$")
+
+
+def our_url(url) -> str | None:
+    """The hook NAME when `url` is memhealth serve's hook endpoint for it
+    (http://<loopback>:PORT/memhealth/hook/NAME, serve binds only loopback), else None."""
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return None
+    if parts.scheme != "http" or not host or not parts.path.startswith(HOOK_URL_PATH):
+        return None
+    if host != "localhost":
+        try:
+            if not ipaddress.ip_address(host).is_loopback:
+                return None
+        except ValueError:
+            return None
+    name = parts.path[len(HOOK_URL_PATH):]
+    return name if _HOOK_NAME.match(name) else None
+
+
+def hook_named(text) -> str | None:
+    """The memhealth hook a command (`... hook NAME`) or a hook URL runs, else None."""
+    if not isinstance(text, str):
+        return None
+    match = OURS.search(text)
+    if match:
+        return match.group(1)
+    return our_url(text)
+
+
+def handler_hook(handler) -> tuple[str | None, str]:
+    """(memhealth hook NAME or None, what the handler runs as shown to a person)."""
+    if not isinstance(handler, dict):
+        return None, ""
+    if handler.get("type") == "http" or (handler.get("url") and not handler.get("command")):
+        url = handler.get("url")
+        return our_url(url), f"POST {url}" if isinstance(url, str) else "an http entry without a url"
+    command = handler.get("command")
+    if not isinstance(command, str):
+        return None, ""
+    match = OURS.search(command)
+    return (match.group(1) if match else None), command
 
 
 def settings_files(root: str, environ=None) -> list[tuple[str, str]]:
@@ -71,12 +134,14 @@ class Wiring:
     """What the settings files wire: per event, our handlers as (scope, matcher, command);
     our commands filed under the wrong event; files that cannot be read; `disableAllHooks`."""
 
-    __slots__ = ("ours", "others", "misplaced", "problems", "disabled", "scopes")
+    __slots__ = ("ours", "others", "misplaced", "problems", "disabled", "scopes", "http", "http_unsupported")
 
     def __init__(self):
         self.ours: dict[str, list[tuple[str, object, str]]] = {}
         self.others: dict[str, list[tuple[str, str]]] = {}   # event -> (scope, command) not ours
         self.misplaced: list[tuple[str, str, str]] = []   # (scope, event found under, our hook)
+        self.http: dict[str, str] = {}                     # event -> the hook URL it POSTs to
+        self.http_unsupported: list[tuple[str, str]] = []  # (scope, event): ours over HTTP, not run so
         self.problems: list[str] = []
         self.disabled: list[str] = []
         self.scopes: set[str] = set()                      # scopes holding any of our hooks
@@ -123,18 +188,21 @@ def read_wiring(files: list[tuple[str, str]]) -> Wiring:
                     continue
                 handlers = group.get("hooks")
                 for handler in handlers if isinstance(handlers, list) else ():
-                    command = handler.get("command") if isinstance(handler, dict) else None
-                    match = OURS.search(command) if isinstance(command, str) else None
-                    if not match:
-                        if isinstance(command, str) or isinstance(handler, dict) and handler.get("url"):
-                            wiring.others.setdefault(event, []).append(
-                                (scope, command if isinstance(command, str) else str(handler.get("url"))))
+                    hook, shown = handler_hook(handler)
+                    if hook is None:
+                        if shown:
+                            wiring.others.setdefault(event, []).append((scope, shown))
                         continue
                     wiring.scopes.add(scope)
-                    if HOOK_OF.get(event) == match.group(1):
-                        wiring.ours.setdefault(event, []).append((scope, group.get("matcher"), command))
+                    if HOOK_OF.get(event) != hook:
+                        wiring.misplaced.append((scope, event, hook if not shown.startswith("POST ")
+                                                 else f"{hook} (over HTTP)"))
+                    elif shown.startswith("POST ") and hook not in HTTP_HOOKS:
+                        wiring.http_unsupported.append((scope, event))
                     else:
-                        wiring.misplaced.append((scope, event, match.group(1)))
+                        wiring.ours.setdefault(event, []).append((scope, group.get("matcher"), shown))
+                        if shown.startswith("POST "):
+                            wiring.http[event] = shown[len("POST "):]
     return wiring
 
 
@@ -151,7 +219,8 @@ def init_command(wiring: Wiring) -> str:
 
 def hook_wiring(ev) -> CheckResult:
     """RED when an event memhealth needs is in no settings file Claude Code reads, runs
-    another command, matches too few tools, or when hooks are disabled altogether."""
+    another command (or an http entry that is not serve's hook endpoint), matches too few
+    tools, or when hooks are disabled altogether."""
     files = settings_files(ev.root)
     wiring = read_wiring(files)
     reds: list[tuple[str, str]] = []
@@ -162,7 +231,16 @@ def hook_wiring(ev) -> CheckResult:
     for problem in wiring.problems:
         reds.append((f"{problem}: Claude Code cannot load the hooks there",
                      "fix the JSON by hand (memhealth init refuses to overwrite it)"))
-    missing = [event for event, _hook, _tools in NEEDED if not wiring.runs(event)]
+    unsupported = {event for _scope, event in wiring.http_unsupported}
+    for scope, event in wiring.http_unsupported:
+        if wiring.runs(event):
+            continue  # a command of ours runs there too: the http entry is only never called
+        path = dict(files)[scope]
+        reds.append((f"{event} POSTs to memhealth serve in {_show(path)}, but {event} must be a command hook "
+                     f"(Claude Code does not call it over HTTP in every session, and it must run with serve "
+                     f"down): {_CONSEQUENCE.get(event, 'that hook never runs')}",
+                     f"{init} (puts the command hook back for {event}; restart a running Claude Code session)"))
+    missing = [event for event, _hook, _tools in NEEDED if not wiring.runs(event) and event not in unsupported]
     if missing:
         places = ", ".join(_show(p) for _s, p in files)
         instead = []
@@ -189,10 +267,12 @@ def hook_wiring(ev) -> CheckResult:
                          f"set that entry's \"matcher\" in {_show(path)} to \"{'|'.join(TOOLS)}\" "
                          "(memhealth init keeps an existing entry's matcher)"))
     for scope, event, hook in wiring.misplaced:
-        if not wiring.runs(EVENT_OF.get(hook, "")):
+        if not wiring.runs(EVENT_OF.get(hook.split(" ", 1)[0], "")):
             continue  # already named as missing above
         path = dict(files)[scope]
-        reds.append((f"{_show(path)} runs `memhealth hook {hook}` under {event}, which is not its event",
+        what = f"memhealth's {hook.split(' ', 1)[0]} hook over HTTP" if hook.endswith("(over HTTP)") \
+            else f"`memhealth hook {hook}`"
+        reds.append((f"{_show(path)} runs {what} under {event}, which is not its event",
                      f"remove that entry from {event} in {_show(path)} (`{init}` keeps the right one)"))
     if reds:
         detail = "; ".join(d for d, _ in reds)
@@ -200,7 +280,11 @@ def hook_wiring(ev) -> CheckResult:
             detail = f"{len(reds)} problems: {detail}"
         return red(detail, reds[0][1] if len(reds) == 1 else " | ".join(dict.fromkeys(f for _, f in reds)))
     scopes = sorted(wiring.scopes, key=["user", "project", "local"].index)
-    return green(f"all {len(NEEDED)} events run memhealth ({', '.join(scopes)} settings)")
+    over_http = ""
+    if wiring.http:
+        bases = sorted({urlsplit(u).netloc for u in wiring.http.values()})
+        over_http = f"; {', '.join(e for e, _h, _t in NEEDED if e in wiring.http)} over HTTP to {', '.join(bases)}"
+    return green(f"all {len(NEEDED)} events run memhealth ({', '.join(scopes)} settings{over_http})")
 
 
 _CONSEQUENCE = {

@@ -20,6 +20,10 @@ tool_use_id, prompt_id), so each event is matched to its own row:
   the settings, or not matching). A failure of an event whose row exists is another hook's.
 - rows without an event_ref (written before the column existed, or reaped from the start
   journal) match an event of their hook and session within MATCH_WINDOW_NS.
+- on the HTTP transport serve's hook runner writes the same rows with the same event_ref; a
+  refused POST (serve down: "connect ECONNREFUSED …"; a stale secret: "HTTP 401 from URL")
+  is a failure of the transport: no exit code is kept (no process ran), the URL is, and the
+  FIX starts serve where the settings point or rewrites the secret (_http_fixes).
 
 Bounded: each transcript is read from where the last reconciliation stopped (complete lines
 only; a truncated, replaced or rewritten file starts again, as the transcripts ingester's
@@ -39,6 +43,7 @@ import re
 import time
 from collections import Counter
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from memory_core.delivery.intent import system_turn
 from memory_core.errors import MemoryCoreError
@@ -49,8 +54,8 @@ from probes.heartbeats import SESSIONS_KEY
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
 from probes.wiring import (
     HOOK_OF,
-    OURS,
     TOOLS_OF,
+    hook_named,
     init_command,
     read_wiring,
     settings_files,
@@ -73,6 +78,14 @@ _COMMAND_STDOUT = "<local-command-stdout>"
 _PRECOMPACT_LINE = re.compile(r"^PreCompact \[(.+)\] (completed successfully|failed)(?::\s?(.*))?$")
 # statusMessage stands in for the command in some attachments: ours all begin so
 _OUR_STATUS = "memhealth:"
+# -- the HTTP transport: an http hook that failed ---------------------------------------------
+# Claude Code 2.1.332 records a refused POST as a hook_non_blocking_error with no command,
+# "exitCode": 0 and the client's error as stderr ("connect ECONNREFUSED 127.0.0.1:PORT"); a
+# Stop summary lists the URL as the command. No process exited, so no exit code is kept.
+_NET_ERROR = re.compile(r"\b(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL"
+                        r"|ENOTFOUND|EPIPE|socket hang up)\b")
+# serve answered 401 (Claude Code: "HTTP 401 from URL", the status as exitCode): a stale secret
+_UNAUTHORIZED = re.compile(r"^HTTP 401\b")
 # cheap byte tests before json.loads: a line with none of these holds nothing we judge
 _MARKERS = (b'"tool_use"', b'"tool_result"', b'"promptId"', b'compact_boundary', b'"hook_',
             b'stop_hook_summary', b'blocked_by_hook', b'"assistant"')
@@ -103,8 +116,18 @@ def _stderr(text) -> str:
 
 
 def _ours(command) -> bool:
-    return isinstance(command, str) and (OURS.search(command) is not None
+    return isinstance(command, str) and (hook_named(command) is not None
                                          or command.startswith(_OUR_STATUS))
+
+
+def _over_http(fail: dict, url: str | None) -> bool:
+    """Whether a failure is an http hook's: its command is a URL, or it names no command and
+    the event is wired over HTTP (`url`) or its stderr is a network client's error. A failure
+    that names a command is that command's, whatever its stderr says."""
+    command = fail.get("command") or ""
+    if command:
+        return command.startswith(("http://", "https://"))
+    return bool(url) or bool(_NET_ERROR.search(fail.get("stderr") or ""))
 
 
 def _failure(att: dict) -> dict:
@@ -242,7 +265,7 @@ class Observer:
         infos = rec.get("hookInfos") if isinstance(rec.get("hookInfos"), list) else []
         commands = [i.get("command") if isinstance(i, dict) and isinstance(i.get("command"), str) else ""
                     for i in infos]
-        ours = [i for i, c in enumerate(commands) if (m := OURS.search(c)) and m.group(1) == HOOK_OF["Stop"]]
+        ours = [i for i, c in enumerate(commands) if hook_named(c) == HOOK_OF["Stop"]]
         failed = [i for i in rec.get("failedHookErrorIndexes") or () if isinstance(i, int)] \
             if isinstance(rec.get("failedHookErrorIndexes"), list) else []
         errors = rec.get("hookErrors") if isinstance(rec.get("hookErrors"), list) else []
@@ -267,7 +290,7 @@ class Observer:
             if not match:
                 continue
             command, outcome, stderr = match.groups()
-            ours = (m := OURS.search(command)) is not None and m.group(1) == HOOK_OF["PreCompact"]
+            ours = hook_named(command) == HOOK_OF["PreCompact"]
             if outcome == "failed" and (ours or "err" not in target):
                 target["err"] = {"exit": None, "stderr": _stderr(stderr), "command": command}
             elif ours:
@@ -418,17 +441,19 @@ def reconcile(conn, root: str, cfg: dict, now_ns: int | None = None, max_bytes: 
     budget = max_bytes
     paths = transcript_paths(conn, root, cfg)
     report.files_found = len(paths)
+    http = read_wiring(settings_files(root)).http if paths else {}
     for path in paths:
         if budget <= 0 or (deadline is not None and time.monotonic() > deadline):
             report.more = True
             break
-        read = _reconcile_file(conn, path, now_ns, floor, budget, report)
+        read = _reconcile_file(conn, path, now_ns, floor, budget, report, http)
         budget -= read
     _prune(conn, now_ns)
     return report
 
 
-def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, report: Report) -> int:
+def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, report: Report,
+                    http: dict[str, str] | None = None) -> int:
     row = conn.execute("SELECT ino, head, offset, state, updated_ns FROM witness_marks WHERE path = ?",
                        (path,)).fetchone()
     mark_seen = (row[2], row[4]) if row else None
@@ -489,7 +514,7 @@ def _reconcile_file(conn, path: str, now_ns: int, floor: int, budget: int, repor
         now_mark = conn.execute("SELECT offset, updated_ns FROM witness_marks WHERE path = ?", (path,)).fetchone()
         if now_mark != mark_seen:
             return 0
-        findings = _judge(conn, observer, floor, report, path)
+        findings = _judge(conn, observer, floor, report, path, http)
         _record(conn, findings, now_ns, path, report)
         conn.execute(
             "INSERT INTO witness_marks(path, ino, head, offset, state, updated_ns) VALUES (?,?,?,?,?,?) "
@@ -546,8 +571,11 @@ def _matched(conn, ev: dict, used: set[int], recorded: set[tuple[str, str]]) -> 
     return False
 
 
-def _judge(conn, observer: Observer, floor: int, report: Report, path: str) -> list[dict]:
-    """Judge every ready event (and what the transcript said by itself); return the findings."""
+def _judge(conn, observer: Observer, floor: int, report: Report, path: str,
+           http: dict[str, str] | None = None) -> list[dict]:
+    """Judge every ready event (and what the transcript said by itself); return the findings.
+    `http`: the events the settings send over HTTP, and their URLs (wiring.Wiring.http)."""
+    http = http or {}
     used: set[int] = set()
     findings: list[dict] = []
     last_ok: dict[str, int] = {}
@@ -577,9 +605,14 @@ def _judge(conn, observer: Observer, floor: int, report: Report, path: str) -> l
             continue
         err = ev.get("err")
         kind = "failed" if err else ("lost" if ev.get("listed") else "not_run")
-        findings.append({"e": ev["e"], "sid": ev["sid"], "ts": ts, "kind": kind,
-                         "exit": err.get("exit") if err else None, "stderr": err.get("stderr", "") if err else "",
-                         "command": err.get("command", "") if err else "", "tool": ev.get("tool")})
+        finding = {"e": ev["e"], "sid": ev["sid"], "ts": ts, "kind": kind,
+                   "exit": err.get("exit") if err else None, "stderr": err.get("stderr", "") if err else "",
+                   "command": err.get("command", "") if err else "", "tool": ev.get("tool")}
+        if err and _over_http(err, http.get(ev["e"])):
+            command = finding["command"]
+            finding.update(exit=None, command="", transport="http",
+                           url=command if command.startswith("http") else http.get(ev["e"], ""))
+        findings.append(finding)
     observer.pending = keep
     for d in observer.direct:
         ts = d.get("ts") or 0
@@ -607,7 +640,8 @@ def _record(conn, findings: list[dict], now_ns: int, path: str, report: Report) 
     for f in findings:
         key = (f["sid"], f["e"], f["kind"], f.get("exit"), f.get("stderr", ""))
         g = groups.setdefault(key, {"n": 0, "first": f["ts"], "last": f["ts"], "tools": Counter(),
-                                    "command": f.get("command", "")})
+                                    "command": f.get("command", ""), "url": f.get("url") or "",
+                                    "http": f.get("transport") == "http"})
         g["n"] += 1
         g["first"], g["last"] = min(g["first"], f["ts"]), max(g["last"], f["ts"])
         if f.get("tool"):
@@ -618,6 +652,10 @@ def _record(conn, findings: list[dict], now_ns: int, path: str, report: Report) 
             detail["tools"] = dict(g["tools"])
         if g["command"]:
             detail["command"] = g["command"][:200]
+        if g["http"]:  # an http hook's failure (the HTTP transport): no process, no exit code
+            detail["transport"] = "http"
+            if g["url"]:
+                detail["url"] = g["url"][:200]
         conn.execute(
             "INSERT INTO witness_findings(ts_ns, session_id, event, kind, n, exit_code, stderr, first_ns, "
             "last_ns, transcript, detail) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -643,6 +681,37 @@ def _prune(conn, now_ns: int) -> None:
 
 
 # -- the gate check ----------------------------------------------------------------------------
+
+def _http_fixes(root: str, wired, events: list[tuple[str, str]], fix_events: list[str]) -> list[str]:
+    """The FIX of http hooks that failed: start serve where the settings send them, or write
+    the project's secret into them when serve refused it (HTTP 401), or go back to a process
+    per event; an event no longer sent over HTTP is repaired by `memhealth init`."""
+    from probes.transport import serve_command
+
+    fixes = []
+    by_listen: dict[str, list[str]] = {}
+    refused: list[str] = []
+    for event, stderr in dict.fromkeys(events):
+        url = wired.http.get(event)
+        if url is None:
+            if event not in fix_events:  # the settings no longer POST it: hook_wiring names what runs there
+                fix_events.append(event)
+        elif _UNAUTHORIZED.match(stderr):
+            refused.append(event)
+        else:
+            by_listen.setdefault(urlsplit(url).netloc, []).append(event)
+    back = "or `memhealth init --transport command` goes back to a process per event"
+    for listen, names in by_listen.items():
+        shown = ", ".join(dict.fromkeys(names))
+        fixes.append(f"`{serve_command(root, listen)}` starts memhealth serve where the settings send {shown} "
+                     f"(hook_transport says whether it answers now), {back}; the next {shown} memhealth "
+                     "records clears this")
+    if refused:
+        shown = ", ".join(dict.fromkeys(refused))
+        fixes.append(f"serve refused the settings' secret for {shown}: `memhealth init --transport http` writes "
+                     f"the project's secret into them, {back}; the next {shown} memhealth records clears this")
+    return fixes
+
 
 def _tools(details: list[str | None]) -> str:
     tools: Counter = Counter()
@@ -687,12 +756,18 @@ def hook_witness(ev) -> CheckResult:
     reds: list[tuple[str, str]] = []
     recovered: list[str] = []
     fix_events: list[str] = []
+    http_events: list[tuple[str, str]] = []   # (event, stderr of its latest failure)
     lost = False
     for event, kind, n, last_ns, sessions in rows:
         latest = ev.conn.execute(
             "SELECT session_id, exit_code, stderr, detail FROM witness_findings WHERE event = ? AND kind = ? "
             "AND ts_ns > ? ORDER BY last_ns DESC, id DESC LIMIT 1", (event, kind, acked)).fetchone()
-        sid, exit_code, stderr, _detail = latest
+        sid, exit_code, stderr, latest_detail = latest
+        try:
+            latest_detail = json.loads(latest_detail) if latest_detail else {}
+        except ValueError:
+            latest_detail = {}
+        over_http = isinstance(latest_detail, dict) and latest_detail.get("transport") == "http"
         details = [r[0] for r in ev.conn.execute(
             "SELECT detail FROM witness_findings WHERE event = ? AND kind = ? AND ts_ns > ?",
             (event, kind, acked))]
@@ -702,7 +777,12 @@ def hook_witness(ev) -> CheckResult:
         facts = [f"exit {exit_code}" if exit_code is not None else "", f"stderr: {stderr}" if stderr else "",
                  tools, where, f"last {when} ago"]
         facts = "; ".join(f for f in facts if f)
-        if kind == "failed":
+        if kind == "failed" and over_http:
+            url = latest_detail.get("url")
+            what = (f"{event} hook failed {n} time(s) over the HTTP transport"
+                    + (f" ({url})" if isinstance(url, str) and url else "")
+                    + f": Claude Code skipped those events and memhealth recorded no run ({facts})")
+        elif kind == "failed":
             what = f"{event} hook failed {n} time(s) and memhealth recorded no run for those events ({facts})"
         elif kind == "lost":
             what = (f"{event} ran memhealth {n} time(s) (Claude Code lists its command) but memhealth has no "
@@ -715,12 +795,17 @@ def hook_witness(ev) -> CheckResult:
         reds.append((what, event))
         if kind == "lost":
             lost = True
+        elif over_http:
+            http_events.append((event, stderr or ""))
         else:
             fix_events.append(event)
     if reds:
         fixes = []
+        wired = read_wiring(settings_files(ev.root)) if fix_events or http_events else None
+        if http_events:
+            fixes.extend(_http_fixes(ev.root, wired, http_events, fix_events))
         if fix_events:
-            init = init_command(read_wiring(settings_files(ev.root)))
+            init = init_command(wired)
             events = ", ".join(dict.fromkeys(fix_events))
             hooks = "hook" if len(set(fix_events)) == 1 else "hooks"
             fixes.append(f"`{init}` puts memhealth's {events} {hooks} back in the settings (hook_wiring names "

@@ -57,8 +57,9 @@ def validate_webhook(payload) -> list[dict]:
     for i, alert in enumerate(alerts):
         if not isinstance(alert, dict):
             raise ValueError(f"alerts[{i}] is not an object")
-        if not isinstance(alert.get("labels", {}), dict):
-            raise ValueError(f"alerts[{i}].labels is not an object")
+        for field in ("labels", "annotations"):  # what the budget policy reads as a mapping
+            if not isinstance(alert.get(field, {}), dict):
+                raise ValueError(f"alerts[{i}].{field} is not an object")
     return alerts
 
 
@@ -74,8 +75,16 @@ def parse_webhook(body: bytes) -> tuple[dict, list[dict], str | None]:
     return payload, alerts, receiver
 
 
+# store failures a retry cannot cure: the alerts are kept in the sink and the delivery is
+# answered 200 (in serve --all, one broken project must not make every webhook a 500)
+STORE_BROKEN = frozenset({"db_corrupt", "db_not_file", "db_symlink", "db_missing", "shm_deleted"})
+MAX_ALERTS_PER_REQUEST = 2000  # one delivery past this is refused (413), recorded bounded
+SINK_MAX_BYTES = 4 * 1024 * 1024  # the sink rotates to <sink>.1 past this: at most twice this on disk
+
+
 class Sink:
-    """Append-only NDJSON file (0600), one decision per line, safe across handler threads."""
+    """Append-only NDJSON file (0600), one decision per line, safe across handler threads;
+    past SINK_MAX_BYTES it moves to `<path>.1` (the one older generation kept)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -88,8 +97,30 @@ class Sink:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             try:
                 os.write(fd, line)
+                size = os.fstat(fd).st_size
             finally:
                 os.close(fd)
+            if size > SINK_MAX_BYTES:
+                try:
+                    os.replace(self.path, self.path + ".1")
+                except OSError:
+                    pass
+
+
+def route_webhooks(entries: list[str], problems: list[str]) -> dict[str, str]:
+    """{route: URL} from ROUTE=URL entries; an entry that is not one (or not http(s)) is left
+    out and said in `problems` (serve's /healthz), never a crash of the intake."""
+    from urllib.parse import urlsplit
+
+    out: dict[str, str] = {}
+    for entry in entries:
+        route, sep, url = entry.partition("=")
+        parts = urlsplit(url.strip())
+        if not sep or not route.strip() or parts.scheme not in ("http", "https") or not parts.netloc:
+            problems.append(f"[alerts].route_webhooks entry {entry[:80]!r}: expected ROUTE=https://URL; ignored")
+            continue
+        out[route.strip()] = url.strip()
+    return out
 
 
 class AlertIntake:
@@ -106,6 +137,7 @@ class AlertIntake:
         self.project = project
         self.cfg = cfg
         self.sink = Sink(self._sink_path(cfg["alerts"]["sink_file"], problems))
+        self.route_urls = route_webhooks(cfg["alerts"].get("route_webhooks", []), problems)
         self._lock = threading.Lock()
         self._conn = None
         self._opened = None
@@ -142,6 +174,12 @@ class AlertIntake:
                body: bytes) -> tuple[int, dict]:
         """Decide, record and forward these alerts (one webhook's, or its share for this
         project); a policy failure keeps them in the sink and answers 500."""
+        if len(alerts) > MAX_ALERTS_PER_REQUEST:  # 14,000 in one body held the write lock 9.4 s
+            error = (f"{len(alerts)} alerts in one delivery, over the cap of {MAX_ALERTS_PER_REQUEST}: "
+                     "refused (lower the group's size in Alertmanager: group_by, max_alerts)")
+            self.sink.append({"ts": now, "decision": "rejected", "error": error, "alerts": len(alerts),
+                              **bounded(body)})
+            return 413, {"error": error}
         try:
             decisions = self._decide(alerts, now, receiver)
         except Exception as exc:  # the policy failed: keep the alerts, say so
@@ -150,6 +188,9 @@ class AlertIntake:
                 return 400, {"error": str(exc)[:300]}
             self.sink.append({"ts": now, "decision": "error", "error": f"{type(exc).__name__}: {exc}"[:300],
                               "raw": {**payload, "alerts": alerts}})
+            if getattr(exc, "reason", "") in STORE_BROKEN:  # a retry cannot help until someone fixes it
+                return 200, {"error": f"this project's store cannot be used ({exc.reason}: "
+                                      f"{str(exc)[:200]}); alerts kept in the sink", "store_broken": True}
             return 500, {"error": "alert budget policy failed; alerts kept in the sink"}
         records = []
         for decision in decisions:
@@ -184,13 +225,19 @@ class AlertIntake:
             return budget.decide(self._conn, alerts, now, self.cfg, route=receiver)
 
     def _forward(self, records: list[dict]) -> None:
-        """POST pages and digests to alerts.webhook_url on a short-lived thread (bounded)."""
-        url = self.cfg["alerts"]["webhook_url"]
-        outgoing = [r for r in records
-                    if r.get("decision") in ("paged", "digest") or r.get("digest") or r.get("meta")]
-        if not url or not outgoing:
-            return
+        """POST pages and digests to their route's URL ([alerts].route_webhooks), else to
+        alerts.webhook_url, one short-lived thread per URL (bounded)."""
+        default = self.cfg["alerts"]["webhook_url"]
+        by_url: dict[str, list[dict]] = {}
+        for r in records:
+            if r.get("decision") in ("paged", "digest") or r.get("digest") or r.get("meta"):
+                url = self.route_urls.get(str(r.get("route") or ""), default)
+                if url:
+                    by_url.setdefault(url, []).append(r)
+        for url, outgoing in by_url.items():
+            self._post(url, outgoing)
 
+    def _post(self, url: str, outgoing: list[dict]) -> None:
         def post():
             import urllib.request
 

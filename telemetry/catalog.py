@@ -20,7 +20,8 @@ INJECTION_OUTCOMES = ("no_intent", "system_turn", "below_relevance", "capped", "
 GATE_STATUS_VALUES = {"green": 0, "note": 1, "red": 2}
 GATE_STATUSES = tuple(GATE_STATUS_VALUES)  # the enum series' closed `status` vocabulary
 EMBEDDING_STATES = ("ok", "cold", "unreachable", "model_missing", "wedged", "dimension_mismatch",
-                    "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply")
+                    "fallback_mismatch", "not_configured", "not_ollama", "malformed_reply",
+                    "server_error")  # an error reply at once is not a wedged server
 ALERT_DECISIONS = ("paged", "folded", "deduped", "noted")
 OUTBOX_DROP_REASONS = ("retention", "max_rows", "malformed")
 CAPTURE_KINDS = ("decision", "dead_end", "correction")  # memory_core.records.extract.KINDS
@@ -34,6 +35,7 @@ MCP_OUTCOMES = ("ok", "error")
 # Cue-anchored delivery (memory_core.delivery.cues): what fired each evaluation, and why not.
 CUE_TRIGGERS = ("path", "symbol", "pinned", "event", "semantic")
 CUE_OUTCOMES = ("fired", "no_match", "deduped", "expired", "over_budget", "ablation", "inactive")
+NEUTRALIZED_KINDS = ("harness_tag", "tool_markup", "instruction")  # memhealth.neutralize.KINDS
 # -- the transcript as a witness (probes.witness)
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
                  "SessionEnd")  # the events memhealth is wired to, as Claude Code names them
@@ -162,6 +164,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_capture_queue_depth", "gauge", "1",
            "Capture queues: candidates pending triage (triage) and session boundaries not "
            "captured yet (work).", ("queue",)),
+    # -- what the emit point neutralized in injected text (memhealth/neutralize.py) --
+    Metric("memhealth_injection_neutralized_total", "counter", "1",
+           "Findings neutralized in injected memory before Claude read it: harness_tag / "
+           "tool_markup = markup that could speak as the harness or a tool (its `<` broken), "
+           "instruction = text addressing the agent as an instruction (quoted and labelled).",
+           ("kind",), label_values={"kind": NEUTRALIZED_KINDS}),
     Metric("memhealth_cue_evaluations_total", "counter", "1",
            "Cue evaluations by trigger and outcome (fired, or the reason it was skipped); every "
            "tool call, prompt and session start writes at least one.", ("trigger", "outcome"),
@@ -213,11 +221,25 @@ METRICS: tuple[Metric, ...] = (
     Metric("memhealth_scrape_errors_total", "counter", "1",
            "Scrapes of this serve process that could not read the store and served the last good values."),
     Metric("memhealth_build_info", "gauge", "1",
-           "Always 1: the memhealth, Python, SQLite and sqlite-vec versions serving these metrics.",
-           ("version", "python", "sqlite", "sqlite_vec")),
+           "Always 1: the memhealth, Python, SQLite and sqlite-vec versions serving these metrics, "
+           "and the serving user's instance id on this machine (service.instance.id, a random "
+           "UUID kept in its state dir: two ids under one `machine` label are two machines).",
+           ("version", "python", "sqlite", "sqlite_vec", "instance_id")),
 )
 
-CATALOG: dict[str, Metric] = {m.name: m for m in METRICS}
+# -- The serve process's own metrics (not read from a store) ----------------------------------
+# Served by `memhealth serve` and `serve --all` beside the store's series, once per process
+# (no `project` label); a store never holds them, so they are not in METRICS.
+SERVE_REFUSAL_REASONS = ("no_credentials", "bad_credentials", "tls_handshake")  # telemetry.serve_auth
+SERVE_METRICS: tuple[Metric, ...] = (
+    Metric("memhealth_serve_refused_total", "counter", "1",
+           "Requests and connections this serve refused: no_credentials / bad_credentials = no "
+           "or a wrong bearer token (nothing was read or stored), tls_handshake = a connection "
+           "that did not complete TLS (plain HTTP to the TLS port, an untrusted client).",
+           ("reason",), label_values={"reason": SERVE_REFUSAL_REASONS}),
+)
+
+CATALOG: dict[str, Metric] = {m.name: m for m in METRICS + SERVE_METRICS}
 
 
 # -- Service-level objectives ------------------------------------------------------------------

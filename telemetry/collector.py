@@ -259,12 +259,17 @@ def _read_exemplars(conn, families: dict, parts: dict) -> None:
 _VERSIONS: dict[str, str] = {}
 
 
-def build_info(conn) -> tuple[str, str, str, str]:
-    """(version, python, sqlite, sqlite_vec) in catalog label order; "none" when sqlite-vec
-    is not loaded. The package version is read once per process (importlib.metadata costs
-    a few ms); the SQLite ones come from the connection that serves the scrape."""
+def build_info(conn) -> tuple[str, str, str, str, str]:
+    """(version, python, sqlite, sqlite_vec, instance_id) in catalog label order; "none" when
+    sqlite-vec is not loaded. The package version and the instance id (telemetry.export's
+    service.instance.id) are read once per process (importlib.metadata costs a few ms); the
+    SQLite ones come from the connection that serves the scrape."""
     import platform
 
+    if "instance_id" not in _VERSIONS:
+        from telemetry.export import instance_id  # here: export imports this module
+
+        _VERSIONS["instance_id"] = instance_id()
     if "version" not in _VERSIONS:
         from importlib import metadata
 
@@ -276,7 +281,8 @@ def build_info(conn) -> tuple[str, str, str, str]:
     vec_version = "none"
     if load_vec(conn):  # already loaded by the vector count on the scrape path
         (vec_version,) = conn.execute("SELECT vec_version()").fetchone()
-    return (_VERSIONS["version"], platform.python_version(), str(sqlite_version), str(vec_version))
+    return (_VERSIONS["version"], platform.python_version(), str(sqlite_version), str(vec_version),
+            _VERSIONS["instance_id"])
 
 
 def _fill_known(fam: Family) -> None:

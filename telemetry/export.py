@@ -147,11 +147,27 @@ def project_id(conn) -> str:
 
 
 def watermark(conn) -> int:
-    """Highest span row id acknowledged by the collector (0 = none)."""
+    """Highest span row id acknowledged by the collector (0 = none). A value that is not an
+    id is not "none": re-sending every span would duplicate them at the collector. It is
+    repaired to the newest span (what was already acknowledged cannot be told apart from
+    what was not) and recorded as a degradation naming the value."""
+    raw = get_meta(conn, META_EXPORT_LAST_ID)
     try:
-        return int(get_meta(conn, META_EXPORT_LAST_ID) or 0)
+        value = int(raw or 0)
+        if value >= 0:
+            return value
     except ValueError:
-        return 0
+        pass
+    from memory_core.outbox.decisions import insert_degradation
+    from memory_core.store.db import write
+
+    with write(conn):
+        (newest,) = conn.execute("SELECT coalesce(max(id), 0) FROM spans").fetchone()
+        insert_degradation(conn, "export", "watermark_corrupt",
+                           f"{META_EXPORT_LAST_ID} was {str(raw)[:80]!r}: resumed after span {newest}; spans "
+                           "recorded before it and not yet exported are not sent")
+        set_meta(conn, META_EXPORT_LAST_ID, newest)
+    return newest
 
 
 def backlog(conn) -> int:

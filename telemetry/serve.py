@@ -34,6 +34,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,7 +51,11 @@ CONSOLE_GET = CONSOLE_PAGES + CONSOLE_POST  # a GET of an action answers 405: no
 REQUEST_SOCKET_TIMEOUT_S = 10.0  # a stalled client cannot hold a handler thread forever
 
 
+REFUSED_BODY_DRAIN = 64 * 1024  # bytes of a refused request's body read (and dropped) before the 401
 MAX_CONNECTIONS = 64  # concurrent connections; a slowloris crowd cannot grow threads without bound
+HEADER_DEADLINE_S = 2.0  # a connection still sending headers after this yields its slot when all are taken
+SLOT_WAIT_S = 2.0        # how long a new connection waits for the slot an eviction frees
+EVICT_AT_ONCE = 8        # overdue connections closed per connection that found no slot
 
 
 class BoundedServer(ThreadingHTTPServer):
@@ -60,16 +65,50 @@ class BoundedServer(ThreadingHTTPServer):
 
     request_queue_size = 128  # socketserver's 5 makes a burst of scrapes wait 1 s for SYN retries
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, guard=None, **kwargs):
+        from telemetry.serve_auth import OPEN
+
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.refused = 0
+        # -- slowloris: connections still sending their headers, and when they started ------
+        self.pending: dict = {}
+        self._pending_lock = threading.Lock()
+        self.guard = guard if guard is not None else OPEN
         super().__init__(*args, **kwargs)
+
+    def finish_request(self, request, client_address):
+        """With TLS, the handshake runs here, on the handler's thread and under its socket
+        timeout: a client that never completes it holds one slot, never the accept loop."""
+        ctx = self.guard.ssl_context
+        if ctx is None:
+            return super().finish_request(request, client_address)
+        import ssl
+
+        request.settimeout(REQUEST_SOCKET_TIMEOUT_S)
+        try:
+            tls = ctx.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+            tls.do_handshake()
+        except (ssl.SSLError, OSError):  # plain HTTP to the TLS port, an untrusted client, a stall
+            self.guard.count("tls_handshake")
+            return
+        try:
+            self.RequestHandlerClass(tls, client_address, self)
+        finally:
+            try:
+                tls.close()
+            except OSError:
+                pass
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):
-            self.refused += 1
-            self.shutdown_request(request)
-            return
+            # every slot is taken: a connection whose headers are overdue gives its slot up,
+            # so a scrape gets through a crowd trickling header bytes (it waits a moment for
+            # the slot; a burst of real requests frees slots in milliseconds)
+            evicted = self._evict_overdue()
+            if not (evicted and self.slots.acquire(timeout=SLOT_WAIT_S)):
+                self.refused += 1
+                self.shutdown_request(request)
+                return
         try:
             super().process_request(request, client_address)
         except Exception:
@@ -77,14 +116,37 @@ class BoundedServer(ThreadingHTTPServer):
             raise
 
     def process_request_thread(self, request, client_address):
+        with self._pending_lock:
+            self.pending[request] = time.monotonic()
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self.headers_done(request)
             self.slots.release()
 
+    def headers_done(self, request) -> None:
+        with self._pending_lock:
+            self.pending.pop(request, None)
 
-def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
-    """"host:port" (or "[v6]:port") → (host, port); non-loopback refused unless allowed."""
+    def _evict_overdue(self) -> int:
+        """Close up to EVICT_AT_ONCE connections whose headers are overdue; how many."""
+        now = time.monotonic()
+        with self._pending_lock:
+            overdue = sorted((t, id(r), r) for r, t in self.pending.items() if now - t > HEADER_DEADLINE_S)
+            for _t, _id, request in overdue[:EVICT_AT_ONCE]:
+                self.pending.pop(request, None)
+                self.refused += 1
+                try:
+                    request.shutdown(socket.SHUT_RDWR)  # its handler's read returns: the slot frees
+                except OSError:
+                    pass
+            return len(overdue[:EVICT_AT_ONCE])
+        # -- end slowloris ---------------------------------------------------------------------
+
+
+def parse_listen(listen: str, allow_remote: bool = False, secured: bool = False) -> tuple[str, int]:
+    """"host:port" (or "[v6]:port") → (host, port); non-loopback refused unless allowed, and
+    allowed only when `secured` (TLS and a bearer token, telemetry/serve_auth.py)."""
     text = listen.strip()
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
@@ -109,6 +171,10 @@ def parse_listen(listen: str, allow_remote: bool = False) -> tuple[str, int]:
     if not loopback and not allow_remote:
         raise ListenError(f"refusing to bind {host}: /metrics and /alerts are unauthenticated; "
                           "bind a loopback address or pass --allow-remote")
+    if not loopback and not secured:
+        raise ListenError(f"refusing to serve {host} without TLS and a token: --allow-remote needs "
+                          "--tls-cert, --tls-key and --token-file (every request then needs the "
+                          "bearer token)")
     return host, port
 
 
@@ -118,7 +184,11 @@ def gate_probe(conn, cfg, project) -> None:
     from probes import gate
     from probes.evidence import Evidence
 
-    gate.run(Evidence(project.root, conn, cfg, witness=True))  # off the hook path: may read transcripts
+    # off the hook path: may read transcripts; a one-time notice (a store reset) is the
+    # person's to hear, not the schedule's
+    ev = Evidence(project.root, conn, cfg, witness=True)
+    ev.scheduled = True
+    gate.run(ev)
 
 
 def find_default_probe():
@@ -146,7 +216,11 @@ def stderr_line(line: str) -> None:
 class ServeThreads:
     """What Serve and MultiServe share: the HTTP server on its address, the background
     threads (http, probe, export), and a bounded stop. Needs host, port, cfg, probe,
-    export_enabled, stopping, _server, _threads, _probe_loop and _export_loop."""
+    export_enabled, guard, stopping, _server, _threads, _probe_loop and _export_loop."""
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.guard.tls else "http"
 
     def _listen(self, handler) -> None:
         server_cls = BoundedServer
@@ -157,7 +231,7 @@ class ServeThreads:
                 address_family = socket.AF_INET6
 
             server_cls = V6Server
-        self._server = server_cls((self.host, self.port), handler)
+        self._server = server_cls((self.host, self.port), handler, guard=self.guard)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._spawn("http", self._server.serve_forever, 0.1)
@@ -194,7 +268,11 @@ class Serve(ServeThreads):
     when probes/gate.py exists; None disables probing)."""
 
     def __init__(self, project, cfg, host: str = "127.0.0.1", port: int = 9464, *,
-                 probe="default", export: bool = True, environ=None, log=None, hooks=None):
+                 probe="default", export: bool = True, environ=None, log=None, hooks=None,
+                 guard=None):
+        from telemetry.serve_auth import OPEN
+
+        self.guard = guard if guard is not None else OPEN
         self.project = project
         # -- the HTTP hook transport (telemetry/hook_endpoint.py): a HookEndpoint or None
         self.hooks = hooks
@@ -235,6 +313,9 @@ class Serve(ServeThreads):
         # only: the global default registry is never touched
         ProcessCollector(registry=self._registry)
         PlatformCollector(registry=self._registry)
+        from telemetry.serve_auth import GuardCollector
+
+        self._registry.register(GuardCollector(self.guard))
         connect(self.project.db_path).close()  # migrate once, up front, not inside a scrape
         self._store_id = self.store_identity()
         self._listen(_handler(self))
@@ -264,7 +345,9 @@ class Serve(ServeThreads):
                     conn.close()  # deleted or replaced under us: never probe a ghost file
                     conn = None
                 if conn is None:
-                    conn = connect(self.project.db_path)
+                    # never create it: a store deleted under serve stays missing (and /healthz
+                    # says so) until a hook or `memhealth init` makes the new one
+                    conn = connect(self.project.db_path, create=False)
                     opened = self._store_id = self.store_identity()
                 self.probe(conn, self.cfg, self.project)
                 state["last_error"] = None
@@ -396,7 +479,7 @@ class Serve(ServeThreads):
             store = "ok"
         refused = self._server.refused if self._server is not None else 0
         return {"status": "ok" if now_id is not None else "degraded", "store": store,
-                "connections_refused": refused,
+                "connections_refused": refused, "requests_refused": self.guard.snapshot(),
                 "uptime_s": round(time.time() - self.started_at, 3), "problems": self.problems,
                 "scrape_errors": self.collector.errors, "last_scrape_error": self.collector.last_error,
                 "probe": probe, "export": self.export_state, "vectors": dict(self.backfill_state)}
@@ -416,6 +499,13 @@ class ServeHandler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        headers_done = getattr(self.server, "headers_done", None)
+        if headers_done is not None:  # the request line and headers are in: never evicted now
+            headers_done(self.request)
+        return ok
+
     def _send(self, code: int, body: bytes, content_type: str = "application/json",
               headers: dict | None = None) -> None:
         self.send_response(code)
@@ -429,6 +519,25 @@ class ServeHandler(BaseHTTPRequestHandler):
 
     def _json(self, code: int, obj) -> None:
         self._send(code, (json.dumps(obj, default=str) + "\n").encode("utf-8"))
+
+    def _admit(self) -> bool:
+        """Whether this request carries the bearer token serve requires (always, without one).
+        A refusal answers 401 before any body is read, stores nothing, and is counted."""
+        reason = self.server.guard.admit(self.headers.get("Authorization"))
+        if reason is None:
+            return True
+        self.close_connection = True  # an unread body must not be parsed as the next request
+        try:  # a small body is read and dropped: closing on unread bytes resets the connection,
+            # and the client would see a reset instead of the 401
+            length = int(self.headers.get("Content-Length") or 0)
+            if 0 < length <= REFUSED_BODY_DRAIN:
+                self.rfile.read(length)
+        except (ValueError, OSError):
+            pass
+        self._send(401, (json.dumps({"error": "a bearer token is required" if reason == "no_credentials"
+                                     else "wrong bearer token"}) + "\n").encode("utf-8"),
+                   headers={"WWW-Authenticate": 'Bearer realm="memhealth"'})
+        return False
 
     def _read_body(self, limit: int) -> tuple[bytes | None, int]:
         """(the request body, 200), or (None, 400) for a missing or bad Content-Length and
@@ -453,6 +562,8 @@ def _handler(app: Serve):
     class Handler(ServeHandler):
 
         def do_GET(self):
+            if not self._admit():
+                return
             path, _, query = self.path.partition("?")
             if app.hooks is not None and app.hooks.handles(path):  # -- the HTTP hook transport
                 app.hooks.handle(self)
@@ -473,6 +584,8 @@ def _handler(app: Serve):
         do_HEAD = do_GET
 
         def do_POST(self):
+            if not self._admit():
+                return
             path = self.path.split("?", 1)[0]
             if app.hooks is not None and app.hooks.handles(path):  # -- the HTTP hook transport
                 app.hooks.handle(self)

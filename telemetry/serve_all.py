@@ -241,9 +241,12 @@ class MultiServe(ServeThreads):
 
     def __init__(self, registry_path: str, open_entry, cfg, host: str = "127.0.0.1", port: int = 9464, *,
                  probe="default", export: bool = True, environ=None, log=None,
-                 recheck_s: float = REGISTRY_RECHECK_S):
+                 recheck_s: float = REGISTRY_RECHECK_S, guard=None):
         import secrets
 
+        from telemetry.serve_auth import OPEN
+
+        self.guard = guard if guard is not None else OPEN
         self.registry_path = registry_path
         self.open_entry = open_entry
         self.cfg = cfg
@@ -336,6 +339,9 @@ class MultiServe(ServeThreads):
         self._registry.register(ProjectsCollector(self))
         ProcessCollector(registry=self._registry)
         PlatformCollector(registry=self._registry)
+        from telemetry.serve_auth import GuardCollector
+
+        self._registry.register(GuardCollector(self.guard))
         self._scrape_pool = ThreadPoolExecutor(SCRAPE_WORKERS, thread_name_prefix="memhealth-scrape")
         for target in self.targets().values():
             try:
@@ -459,8 +465,12 @@ class MultiServe(ServeThreads):
             projects[name] = {"scrape_errors": t.collector.errors, "last_scrape_error": t.collector.last_error,
                               "probe": probe, "export": t.export_last, "export_runs": t.export_runs,
                               "console": project_prefix(name) + "/", "problems": list(t.problems)}
-        return {"status": "ok", "uptime_s": round(time.time() - self.started_at, 3),
-                "connections_refused": refused, "registry": self.registry_path,
+        # a registered project that is not served (deleted, unreadable, no store), or one whose
+        # store or config has a problem, is not "ok"
+        lost = bool(self.problems) or any(p["problems"] for p in projects.values())
+        return {"status": "degraded" if lost else "ok", "uptime_s": round(time.time() - self.started_at, 3),
+                "connections_refused": refused, "requests_refused": self.guard.snapshot(),
+                "registry": self.registry_path,
                 "lanes": {"probe": self.probes.state(), "export": self.exports.state()},
                 "alerts_unrouted": self.unrouted, "projects": projects, "not_served": self.problems}
 
@@ -580,6 +590,8 @@ def _multi_handler(app: MultiServe):
         def do_GET(self):
             from telemetry.console import POST_ROUTES, ROUTES
 
+            if not self._admit():
+                return
             path, _, query = self.path.partition("?")
             if path == "/metrics":
                 body, content_type = app.metrics(self.headers.get("Accept"))
@@ -609,6 +621,8 @@ def _multi_handler(app: MultiServe):
         def do_POST(self):
             from telemetry.console import POST_ROUTES
 
+            if not self._admit():
+                return
             path = self.path.split("?", 1)[0]
             if path == "/alerts":
                 body, status = self._read_body(MAX_ALERT_BODY)

@@ -102,6 +102,8 @@ SPAN_ATTRIBUTE_LIST: tuple[SpanAttribute, ...] = (
     _a("memhealth.system_turn", "bool", "the prompt was a machine turn (exempt from injection)"),
     _a("memhealth.intent", "string", "the intent the prompt was read as (build, decide, ...)"),
     _a("memhealth.intent.match", "string", "the phrase that decided the intent"),
+    _a("memhealth.neutralized", "string", "text in delivered memory neutralized at the emit point, by kind "
+       "(kind=count, ...): instruction-like text, tool-call or harness markup"),
     _a("memhealth.ablation.arm", "string", "the ablation arm in force (ablated or baseline)"),
     _a("memhealth.deliveries.reset", "int", "cue deliveries re-armed by a compaction"),
     _a("memhealth.reread.path", "string", "the file a re-read cue asked for"),

@@ -104,16 +104,20 @@ test_config.__test__ = False  # a helper, not a test
 
 
 class Alertmanager:
-    def __init__(self, tmp_path, config: dict):
+    """A real Alertmanager on 127.0.0.1:<free port>; `web` (tests/tls_certs.Web) with the
+    --web.config.file in `flags` when it asks for TLS and basic auth."""
+
+    def __init__(self, tmp_path, config: dict, *flags: str, web=None):
         binary = alertmanager_binary()
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.web = web
+        self.url = f"{'https' if web is not None else 'http'}://127.0.0.1:{self.port}"
         path = tmp_path / "alertmanager.yml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         self.log = open(tmp_path / "alertmanager.log", "wb")
         self.proc = subprocess.Popen(
             [binary, f"--config.file={path}", f"--storage.path={tmp_path / 'am-data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
+             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_for("alertmanager /-/ready", self._ready, timeout=20)
 
@@ -121,8 +125,11 @@ class Alertmanager:
         if self.proc.poll() is not None:
             with open(self.log.name, encoding="utf-8", errors="replace") as fh:
                 pytest.fail(f"alertmanager exited {self.proc.returncode}: {fh.read()[-3000:]}")
-        with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as resp:
+        with self._open(self.url + "/-/ready", timeout=2) as resp:
             return resp.status == 200
+
+    def _open(self, req, timeout: float = 5.0):
+        return (self.web.urlopen if self.web is not None else urllib.request.urlopen)(req, timeout=timeout)
 
     def post(self, *alerts: dict) -> None:
         now = datetime.datetime.now(datetime.UTC)
@@ -131,12 +138,12 @@ class Alertmanager:
                  "endsAt": (now + datetime.timedelta(minutes=5)).isoformat()} for a in alerts]
         req = urllib.request.Request(self.url + "/api/v2/alerts", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=5) as resp:
+        with self._open(req, timeout=5) as resp:
             assert resp.status == 200
 
     def alerts(self, alertname: str) -> list[dict]:
         query = urllib.parse.urlencode({"filter": f'alertname="{alertname}"'})
-        return get_json(f"{self.url}/api/v2/alerts?{query}")
+        return get_json(f"{self.url}/api/v2/alerts?{query}", web=self.web)
 
     def alert(self, alertname: str) -> dict | None:
         found = self.alerts(alertname)

@@ -222,9 +222,11 @@ def test_build_info_names_the_versions_serving_the_metrics(db):
     (vec_version,) = conn.execute("SELECT vec_version()").fetchone()
     info = [s for f in registry.collect() if f.name == "memhealth_build_info" for s in f.samples]
     assert len(info) == 1 and info[0].value == 1
+    from telemetry.export import instance_id
+
     assert info[0].labels == {"version": metadata.version("memhealth"),
                               "python": platform.python_version(), "sqlite": sqlite_version,
-                              "sqlite_vec": vec_version}
+                              "sqlite_vec": vec_version, "instance_id": instance_id()}
 
 
 def openmetrics_buckets(registry, hook):

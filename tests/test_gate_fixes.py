@@ -650,6 +650,99 @@ def pre_tool_command_exits_1(root):
     assert rows(root, "SELECT count(*) FROM meta WHERE key = 'gate.ack.hook_witness'") == [(1,)]
 
 
+def _replay_over_http(root, name: str, sid: str, path: str) -> None:
+    """As _replay_hooks, with the events the HTTP transport carries POSTed to the serve the
+    settings point at (its hook runner writes the rows), the others run as commands."""
+    import http.client
+
+    from tests.conftest import FIXTURES
+
+    with open(os.path.join(FIXTURES, "transcripts", "witness", f"witness-{name}.rows.json"), encoding="utf-8") as fh:
+        rows_ = json.load(fh)["heartbeats"]
+    with open(root / ".claude" / "settings.local.json", encoding="utf-8") as fh:
+        pre = json.load(fh)["hooks"]["PreToolUse"][0]["hooks"][0]
+    host, port = pre["url"].split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    events = {"session-start": "SessionStart", "prompt": "UserPromptSubmit", "post-tool": "PostToolUse",
+              "pre-tool": "PreToolUse", "stop": "Stop", "session-end": "SessionEnd"}
+    for row in rows_:
+        fields = {"session_id": sid, "transcript_path": path}
+        if row["hook"] == "prompt":
+            fields.update(prompt="read the api and fix its docstring", prompt_id=row["event_ref"])
+        elif row["hook"] in ("pre-tool", "post-tool"):
+            fields.update(tool_name="Read", tool_input={"file_path": os.path.join(str(root), "README.md")},
+                          tool_use_id=row["event_ref"])
+        elif row["hook"] == "session-start":
+            fields.update(source="startup")
+        body = payload(events[row["hook"]], root, **fields)
+        if row["hook"] in ("prompt", "pre-tool", "post-tool", "stop"):
+            conn = http.client.HTTPConnection(host, int(port), timeout=20)
+            try:
+                conn.request("POST", f"/memhealth/hook/{row['hook']}", body=json.dumps(body).encode(),
+                             headers={"Authorization": pre["headers"]["Authorization"],
+                                      "Content-Type": "application/json"})
+                assert conn.getresponse().status == 200
+            finally:
+                conn.close()
+        else:
+            assert run_hook(row["hook"], body, str(root)).returncode == 0
+
+
+@scenario("hook_witness")
+def http_transport_killed_mid_session(root):
+    from tests.hook_serve import HookServe
+
+    hs = HookServe.start(root)
+    path = _recorded_transcript(root, "http-killed")
+    sid = os.path.basename(path)[:-len(".jsonl")]
+    try:
+        _replay_over_http(root, "http-killed", sid, path)  # what serve answered before it died
+    finally:
+        hs.kill()
+    red = _red(root, "hook_witness")
+    assert "PreToolUse hook failed 1 time(s) over the HTTP transport" in red["detail"], red
+    assert "stderr: connect ECONNREFUSED" in red["detail"] and "Stop hook failed 1 time(s)" in red["detail"], red
+    commands = commands_in(red["fix"])
+    assert commands == [f"memhealth serve --detach --project {root} --listen 127.0.0.1:{hs.port}",
+                        "memhealth init --transport command", "memhealth gate --ack hook_witness"], red["fix"]
+    assert _red(root, "hook_transport")["detail"].startswith(f"the HTTP hook transport at http://127.0.0.1:{hs.port}")
+    try:
+        run_fix(root, commands[0])  # serve again, where the settings send the hooks
+        # "the next PreToolUse, PostToolUse, Stop memhealth records clears this": the next session
+        time.sleep(1.0)  # its events come after the failures
+        later = _recorded_transcript(root, "heldout-http-healthy")
+        _replay_over_http(root, "heldout-http-healthy", os.path.basename(later)[:-len(".jsonl")], later)
+        result = _not_red(root, "hook_witness")
+        assert result["status"] == "note" and "recorded again since" in result["detail"], result
+        assert check(root, "hook_transport")["status"] == "green"
+    finally:
+        _stop_detached(root)
+
+
+@scenario("hook_witness")
+def http_hooks_refused_for_a_stale_secret(root):
+    from tests.hook_serve import HookServe
+
+    hs = HookServe.start(root)
+    try:
+        settings = root / ".claude" / "settings.local.json"
+        settings.write_text(settings.read_text().replace(hs.secret, "f" * 64))  # an old secret
+        path = _recorded_transcript(root, "heldout-http-wrong-secret")  # every POST answered 401
+        _replay_over_http(root, "heldout-http-wrong-secret", os.path.basename(path)[:-len(".jsonl")], path)
+        red = _red(root, "hook_witness")
+        assert "PreToolUse hook failed 1 time(s) over the HTTP transport" in red["detail"], red
+        assert "stderr: HTTP 401 from" in red["detail"], red
+        commands = commands_in(red["fix"])
+        assert commands[0] == "memhealth init --transport http", red["fix"]
+        run_fix(root, commands[0])  # the project's secret back into the settings
+        time.sleep(1.0)
+        later = _recorded_transcript(root, "heldout-http-healthy")
+        _replay_over_http(root, "heldout-http-healthy", os.path.basename(later)[:-len(".jsonl")], later)
+        result = _not_red(root, "hook_witness")
+        assert result["status"] == "note" and "recorded again since" in result["detail"], result
+    finally:
+        hs.kill()
+
+
 # -- hook_transport: the HTTP hook transport -------------------------------------------------
 
 def _stop_detached(root) -> None:

@@ -152,3 +152,89 @@ def test_an_unparsable_user_settings_file_is_named(tmp_path):
     with open(user, "w", encoding="utf-8") as fh:
         fh.write("{}")
     assert _wiring(root, env)["status"] == "green"
+
+
+# -- the HTTP transport (`memhealth init --transport http`) -----------------------------------
+
+def test_the_http_hooks_are_the_ones_init_sends_to_serves_endpoint():
+    from memhealth import installer
+    from telemetry.hook_endpoint import PREFIX
+
+    assert wiring.HTTP_HOOKS == installer.HTTP_EVENTS
+    assert wiring.HOOK_URL_PATH == installer.HOOK_PATH == PREFIX
+
+
+def test_only_a_loopback_http_url_on_the_hook_path_is_memhealths_endpoint():
+    assert wiring.our_url("http://127.0.0.1:9464/memhealth/hook/pre-tool") == "pre-tool"
+    assert wiring.our_url("http://[::1]:9464/memhealth/hook/prompt?x=1") == "prompt"
+    assert wiring.our_url("http://localhost:9464/memhealth/hook/stop") == "stop"
+    assert wiring.our_url("http://127.0.0.1:9464/other/pre-tool") is None
+    assert wiring.our_url("http://10.1.2.3:9464/memhealth/hook/pre-tool") is None  # serve binds loopback
+    assert wiring.our_url("https://127.0.0.1:9464/memhealth/hook/pre-tool") is None
+    assert wiring.our_url("http://127.0.0.1:99999/memhealth/hook/pre-tool") is None  # a malformed port
+    assert wiring.our_url("http://127.0.0.1:9464/memhealth/hook/") is None
+    assert wiring.hook_named("/venv/bin/memhealth hook post-tool") == "post-tool"
+    assert wiring.hook_named("http://127.0.0.1:1/memhealth/hook/stop") == "stop"
+
+
+def test_a_project_on_the_http_transport_is_green_and_says_which_events_go_over_http(tmp_path):
+    root, env = _project(tmp_path, "--transport", "http")
+    check = _wiring(root, env)
+    assert check["status"] == "green", check
+    assert check["detail"] == ("all 7 events run memhealth (local settings; UserPromptSubmit, PreToolUse, "
+                               "PostToolUse, Stop over HTTP to 127.0.0.1:9464)"), check
+
+
+def _set_url(url: str, event: str = "PreToolUse"):
+    return lambda d: d["hooks"][event][0]["hooks"][0].update(url=url)
+
+
+def test_an_http_entry_to_another_path_is_red_and_init_as_printed_adds_ours(tmp_path):
+    root, env = _project(tmp_path, "--transport", "http")
+    _edit(_settings(root), _set_url("http://127.0.0.1:9464/other/pre-tool"))
+    check = _wiring(root, env)
+    assert check["status"] == "red" and check["detail"].startswith("PreToolUse does not run memhealth"), check
+    assert "instead PreToolUse runs `POST http://127.0.0.1:9464/other/pre-tool` (settings.local.json)" \
+        in check["detail"], check
+    assert commands_in(check["fix"]) == ["memhealth init"], check["fix"]
+    run_fix(root, "memhealth init", env=env)
+    assert _wiring(root, env)["status"] == "green"
+    with open(_settings(root), encoding="utf-8") as fh:
+        urls = [h.get("url") for g in json.load(fh)["hooks"]["PreToolUse"] for h in g["hooks"]]
+    assert "http://127.0.0.1:9464/memhealth/hook/pre-tool" in urls, urls  # ours, over HTTP still
+
+
+def test_an_http_entry_to_a_remote_host_is_not_memhealths_and_init_points_it_back(tmp_path):
+    root, env = _project(tmp_path, "--transport", "http")
+    _edit(_settings(root), _set_url("http://10.1.2.3:9464/memhealth/hook/post-tool", "PostToolUse"))
+    check = _wiring(root, env)
+    assert check["status"] == "red" and "PostToolUse does not run memhealth" in check["detail"], check
+    run_fix(root, commands_in(check["fix"])[0], env=env)
+    assert _wiring(root, env)["status"] == "green"
+
+
+def test_session_start_over_http_is_red_and_init_puts_the_command_back(tmp_path):
+    root, env = _project(tmp_path, "--transport", "http")
+    _edit(_settings(root), lambda d: d["hooks"]["SessionStart"][0]["hooks"].__setitem__(0, {
+        "type": "http", "url": "http://127.0.0.1:9464/memhealth/hook/session-start", "timeout": 5}))
+    check = _wiring(root, env)
+    assert check["status"] == "red", check
+    assert check["detail"].startswith("SessionStart POSTs to memhealth serve in ") \
+        and "must be a command hook" in check["detail"], check
+    assert "does not run memhealth" not in check["detail"], check  # named once, for what it is
+    assert commands_in(check["fix"]) == ["memhealth init"], check["fix"]
+    run_fix(root, "memhealth init", env=env)
+    assert _wiring(root, env)["status"] == "green"
+
+
+def test_our_http_entry_under_the_wrong_event_is_named(tmp_path):
+    root, env = _project(tmp_path, "--transport", "http")
+
+    def misfile(d):
+        stop = d["hooks"]["Stop"][0]["hooks"][0]
+        d["hooks"]["PostToolUse"][0]["hooks"].append(dict(stop))
+    _edit(_settings(root), misfile)
+    check = _wiring(root, env)
+    assert check["status"] == "red" and "runs memhealth's stop hook over HTTP under PostToolUse" in check["detail"], check
+    _edit(_settings(root), lambda d: d["hooks"]["PostToolUse"][0]["hooks"].pop())
+    assert _wiring(root, env)["status"] == "green"

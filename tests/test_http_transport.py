@@ -218,7 +218,15 @@ def test_the_context_cost_of_each_invocation_is_exactly_what_it_emitted(served):
     assert code == 200
     emitted = {"session-start": len(start.context()),
                "pre-tool": len(json.loads(answer)["hookSpecificOutput"]["additionalContext"])}
-    charged = dict(rows(root, "SELECT hook, sum(chars) FROM context_blocks WHERE session_id = 'cost-1' GROUP BY hook"))
+    # serve answers as soon as the context is written, then commits the invocation's rows (the
+    # hook's "written" is then true): the rows follow within moments, not before the answer
+    deadline = time.monotonic() + 10
+    while True:
+        charged = dict(rows(root, "SELECT hook, sum(chars) FROM context_blocks WHERE session_id = 'cost-1' "
+                                  "GROUP BY hook"))
+        if charged == emitted or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert charged == emitted
     kinds = dict(rows(root, "SELECT kind, sum(chars) FROM context_blocks WHERE hook = 'session-start' GROUP BY kind"))
     context = start.context()

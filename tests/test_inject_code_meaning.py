@@ -14,7 +14,7 @@ from tests.conftest import clean_env, payload, rows, run_hook
 from tests.support.model_server import configure_project
 
 REPROPOSAL = "add a middleware that gzips responses"
-ROOMY = {"MEMHEALTH_INJECTION_MEANING_TIMEOUT_S": "10", "MEMHEALTH_EMBEDDING_TIMEOUT_S": "10"}
+ROOMY = {"MEMHEALTH_INJECTION_MEANING_TIMEOUT_S": "10", "MEMHEALTH_EMBEDDING_TIMEOUT_S": "30"}  # a loaded box
 
 
 @pytest.fixture(scope="module")

@@ -168,7 +168,7 @@ def test_an_item_with_a_stored_vector_is_not_embedded_again(project, model_serve
     ingest = run_cli("ingest", "--project", str(project), timeout=300)
     assert ingest.returncode == 0, ingest.stderr
     assert rows(project, "SELECT count(*) FROM chunk_vectors")[0][0] >= 1
-    run = _prompt(str(project), "implement retries with exponential backoff and a status_forcelist", "stored")
+    run = _prompt(str(project), "implement retries with exponential backoff and a status_forcelist", "stored", **ROOMY)
     assert 'DO-NOT-REBUILD? "retry policy"' in run.context()
     _outcome, detail = _decision(str(project), "stored")
     assert [i["vector"] for i in detail["meaning"]["items"]] == ["stored"]

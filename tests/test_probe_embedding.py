@@ -10,6 +10,7 @@ import pytest
 
 from memory_core.index import embed
 from probes.embedding import embedding_path
+from telemetry.catalog import EMBEDDING_STATES
 from tests.conftest import clean_env, run_cli
 from tests.gate_helpers import evidence, make_project, open_store
 from tests.ollama_standin import OllamaStandin, closed_url
@@ -131,7 +132,7 @@ def test_the_gate_cli_records_the_embedding_state_and_probe_gauges(tmp_path):
     gauges = dict(conn.execute("SELECT labels, value FROM rollups WHERE metric = 'memhealth_embedding_state'"))
     warm = conn.execute("SELECT value FROM rollups WHERE metric = 'memhealth_embedding_warmup_seconds'").fetchone()
     conn.close()
-    assert gauges['{"state":"cold"}'] == 1.0 and sum(gauges.values()) == 1.0 and len(gauges) == 10
+    assert gauges['{"state":"cold"}'] == 1.0 and sum(gauges.values()) == 1.0 and len(gauges) == len(EMBEDDING_STATES)
     assert warm[0] >= 0.5
 
 

@@ -51,8 +51,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def get_json(url: str, timeout: float = 5.0) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
+def get_json(url: str, timeout: float = 5.0, web=None) -> dict:
+    """GET url as JSON; `web` (tests/tls_certs.Web) for a server behind TLS and auth."""
+    opener = web.urlopen if web is not None else urllib.request.urlopen
+    with opener(url, timeout=timeout) as resp:
         return json.loads(resp.read())
 
 
@@ -72,13 +74,15 @@ def wait_for(what: str, check, timeout: float = 20.0, interval: float = 0.25):
 
 
 class PrometheusProcess:
-    """A Prometheus process on 127.0.0.1:<free port> with its own config, data dir and log."""
+    """A Prometheus process on 127.0.0.1:<free port> with its own config, data dir and log;
+    `web` (tests/tls_certs.Web) when its --web.config.file asks for TLS and basic auth."""
 
-    def __init__(self, workdir, config: dict, *flags: str, env: dict | None = None):
+    def __init__(self, workdir, config: dict, *flags: str, env: dict | None = None, web=None):
         binary = require_binary("prometheus")
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.web = web
+        self.url = f"{'https' if web is not None else 'http'}://127.0.0.1:{self.port}"
         (workdir / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         self.log = open(workdir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
@@ -90,8 +94,14 @@ class PrometheusProcess:
     def _ready(self) -> bool:
         if self.proc.poll() is not None:
             pytest.fail(f"prometheus exited {self.proc.returncode}: {self.logs()}")
-        with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as resp:
+        with self.open(self.url + "/-/ready", timeout=2) as resp:
             return resp.status == 200
+
+    def open(self, url, timeout: float = 5.0):
+        return (self.web.urlopen if self.web is not None else urllib.request.urlopen)(url, timeout=timeout)
+
+    def get_json(self, path: str) -> dict:
+        return get_json(self.url + path, web=self.web)
 
     def logs(self) -> str:
         self.log.flush()
@@ -102,7 +112,7 @@ class PrometheusProcess:
         """The /api/v1/query answer; an HTTP error still returns Prometheus' JSON body."""
         url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
         try:
-            return get_json(url)
+            return get_json(url, web=self.web)
         except urllib.error.HTTPError as err:
             return json.loads(err.read())
 
@@ -114,13 +124,13 @@ class PrometheusProcess:
 
     def metric(self, name: str) -> float:
         """A sample of the process's own metrics (an agent's remote-write counters)."""
-        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as resp:
+        with self.open(self.url + "/metrics", timeout=5) as resp:
             text = resp.read().decode()
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith(name + " ") or line.startswith(name + "{"))
 
     def alerts(self, alertname: str) -> list[dict]:
-        return [a for a in get_json(self.url + "/api/v1/alerts")["data"]["alerts"]
+        return [a for a in self.get_json("/api/v1/alerts")["data"]["alerts"]
                 if a["labels"]["alertname"] == alertname]
 
     def stop(self) -> None:

@@ -26,9 +26,11 @@ from tests.otlp_receiver import OtlpReceiver
 
 
 class ServeProcess:
-    """`memhealth serve --listen 127.0.0.1:0` in a subprocess; .url is its base URL."""
+    """`memhealth serve --listen 127.0.0.1:0` in a subprocess; .url is its base URL. `web`
+    (tests/tls_certs.Web) when it serves TLS with a token (--tls-cert, --token-file in args)."""
 
-    def __init__(self, project, *args, env=None):
+    def __init__(self, project, *args, env=None, web=None):
+        self.web = web
         self.proc = subprocess.Popen(
             memhealth_cmd() + ["serve", "--project", str(project), "--listen", "127.0.0.1:0", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or clean_env())
@@ -44,7 +46,7 @@ class ServeProcess:
     def get(self, path: str, timeout: float = 10) -> tuple[int, bytes, float]:
         t0 = time.monotonic()
         try:
-            with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
+            with self._open(self.url + path, timeout=timeout) as resp:
                 return resp.status, resp.read(), time.monotonic() - t0
         except urllib.error.HTTPError as err:
             return err.code, err.read(), time.monotonic() - t0
@@ -53,10 +55,13 @@ class ServeProcess:
         req = urllib.request.Request(self.url + path, data=body,
                                      headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            with self._open(req, timeout=10) as resp:
                 return resp.status, json.loads(resp.read())
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read())
+
+    def _open(self, req, timeout: float):
+        return (self.web.urlopen if self.web is not None else urllib.request.urlopen)(req, timeout=timeout)
 
     def samples(self) -> dict:
         status, body, _ = self.get("/metrics")

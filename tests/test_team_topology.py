@@ -4,6 +4,12 @@ compose/team/prometheus-agent.yml, remote-writing to a real central Prometheus t
 shipped rules; the central Alertmanager's generated routing tree, and a real Alertmanager in
 front of a real alert budget serve with each team's page budget.
 
+Every edge that runs here is TLS and authenticated as shipped: the agents write to the central
+Prometheus over TLS (the team CA) with basic auth checked against bcrypt hashes in its
+--web.config.file; the central Prometheus sends alerts to Alertmanager the same way; Alertmanager
+delivers to the alert budget serve over TLS with its bearer token. Certificates and the CA are
+made by the test (tests/tls_certs.py, the `cryptography` package) for 127.0.0.1.
+
 A "machine" here is its own XDG state dir (its own project registry) and its own agent with
 its own `team` and `machine` external labels. Both agents rewrite `instance` to
 127.0.0.1:9464, which is what two real machines report (both serves listen there), so the
@@ -14,9 +20,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 
 import pytest
 import yaml
@@ -24,6 +33,7 @@ import yaml
 from memhealth.config import defaults
 from memory_core.store import registry
 from telemetry.artifacts.alertmanager import BASE_ROUTES, BUDGET_URL, WATCHDOG_URL
+from telemetry.team_secrets import SECRET_FILES
 from tests.conftest import REPO, clean_env, require_binary, rows, run_cli, stop_process
 from tests.test_alertmanager import Alertmanager, Outside, alert, sink
 from tests.test_prometheus_e2e import (
@@ -31,11 +41,11 @@ from tests.test_prometheus_e2e import (
     RULES,
     PrometheusProcess,
     _panel_queries,
-    get_json,
     wait_for,
 )
 from tests.test_serve import ServeProcess
 from tests.test_serve_all import ServeAll, _init, _prompts
+from tests.tls_certs import TestCA, Web, bcrypt_web_config, write_secret
 
 pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
@@ -53,6 +63,44 @@ class Prom(PrometheusProcess):
     query = PrometheusProcess.result
 
 
+class Secrets:
+    """What `memhealth generate --team` gives a team, made here: a CA, the central side's
+    certificate for 127.0.0.1, a password per basic-auth user, the budget's token, and the web
+    configs holding the bcrypt hashes. `lay(dir, names)` copies files into dir/secrets/, where
+    the shipped configs read them (relative to the config file)."""
+
+    def __init__(self, directory):
+        self.ca = TestCA(directory / "ca")
+        self.cert, self.key = self.ca.issue("central", ["127.0.0.1", "localhost"])
+        self.dir = directory / "secrets"
+        self.dir.mkdir()
+        self.values = {"agent.password": "agent-" + os.urandom(16).hex(),
+                       "prometheus.password": "prom-" + os.urandom(16).hex(),
+                       "grafana.password": "grafana-" + os.urandom(16).hex(),
+                       "alert-budget.token": "budget-" + os.urandom(16).hex()}
+        for name, value in self.values.items():
+            write_secret(self.dir / name, value)
+        shutil.copy(self.ca.cert_path, self.dir / "ca.pem")
+        self.prometheus_web = bcrypt_web_config(
+            directory / "prometheus-web.yml", self.cert, self.key,
+            {"memhealth-agent": self.values["agent.password"], "grafana": self.values["grafana.password"]})
+        self.alertmanager_web = bcrypt_web_config(
+            directory / "alertmanager-web.yml", self.cert, self.key,
+            {"prometheus": self.values["prometheus.password"]})
+        # how the test itself reads the central Prometheus: as Grafana does
+        self.reader = Web(self.ca.cert_path, user="grafana", password=self.values["grafana.password"])
+
+    def lay(self, directory, names: tuple[str, ...], **override: str) -> None:
+        target = directory / "secrets"
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            if name in override:
+                write_secret(target / name, override[name])
+            else:
+                shutil.copy(self.dir / name, target / name)
+                os.chmod(target / name, 0o600)
+
+
 def central_config() -> dict:
     """compose/team/prometheus-central.yml with the repo's rules, a 1 s evaluation and no
     scrape of the alert budget (not running here): it receives everything by remote_write."""
@@ -64,9 +112,11 @@ def central_config() -> dict:
     return config
 
 
-def agent_config(target: str, central_url: str) -> dict:
+def agent_config(target: str, central_url: str, variant: str = "shipped") -> dict:
     """compose/team/prometheus-agent.yml as shipped, pointed at this machine's serve and at
-    the central Prometheus, scraping every second; every other key stays as shipped."""
+    the central Prometheus, scraping every second; every other key stays as shipped. The
+    variants an intruder might run: "none" drops the credentials, "plain" writes over HTTP
+    ("wrong" is the shipped config with a wrong password laid beside it)."""
     with open(AGENT_CONFIG, encoding="utf-8") as fh:
         config = yaml.safe_load(fh)
     assert config["global"]["external_labels"] == {"team": "${MEMHEALTH_TEAM}",
@@ -77,7 +127,15 @@ def agent_config(target: str, central_url: str) -> dict:
     job["relabel_configs"] = [{"target_label": "instance", "replacement": SHARED_INSTANCE}]
     (write,) = config["remote_write"]
     assert write["send_exemplars"] is True
+    # TLS with the team CA and basic auth, the files read relative to the config
+    assert write["url"].startswith("https://")
+    assert write["tls_config"] == {"ca_file": "secrets/ca.pem"}
+    assert write["basic_auth"] == {"username": "memhealth-agent", "password_file": "secrets/agent.password"}
     write["url"] = central_url + "/api/v1/write"
+    if variant == "none":
+        del write["basic_auth"]
+    elif variant == "plain":
+        write["url"] = write["url"].replace("https://", "http://")
     # ship within a second instead of the default 5 s batch deadline: the test waits less
     write["queue_config"] = {"batch_send_deadline": "1s"}
     return config
@@ -86,8 +144,9 @@ def agent_config(target: str, central_url: str) -> dict:
 class Machine:
     """One developer machine: registered projects, serve --all and a Prometheus agent."""
 
-    def __init__(self, tmp_path, name: str, team: str, projects: dict[str, int]):
+    def __init__(self, tmp_path, name: str, team: str, projects: dict[str, int], secrets: Secrets):
         self.name, self.team = name, team
+        self.secrets = secrets
         self.env = clean_env(XDG_STATE_HOME=str(tmp_path / name / "xdg"))
         self.roots = {}
         for project, prompts in projects.items():
@@ -102,16 +161,33 @@ class Machine:
         self.tmp = tmp_path / name
 
     def start_agent(self, central_url: str) -> None:
-        target = self.serve.url.split("://", 1)[1].rstrip("/")
-        self.agent = Prom(self.tmp / "agent", agent_config(target, central_url),
-                          "--enable-feature=agent,expand-external-labels,exemplar-storage",
-                          f"--storage.agent.path={self.tmp / 'agent' / 'wal'}",
-                          env=clean_env(MEMHEALTH_TEAM=self.team, MEMHEALTH_MACHINE=self.name))
+        self.agent = start_agent(self.tmp / "agent", self.serve, central_url, self.secrets,
+                                 self.team, self.name)
 
     def stop(self) -> None:
         if self.agent is not None:
             self.agent.stop()
         self.serve.stop()
+
+
+def start_agent(workdir, serve, central_url: str, secrets: Secrets, team: str, machine: str,
+                variant: str = "shipped") -> Prom:
+    """A real agent running the shipped config against `serve`, its ca.pem and agent.password
+    laid beside its config (a wrong password for variant "wrong")."""
+    target = serve.url.split("://", 1)[1].rstrip("/")
+    override = {"agent.password": "not-the-" + os.urandom(8).hex()} if variant == "wrong" else {}
+    secrets.lay(workdir, ("ca.pem", "agent.password"), **override)
+    return Prom(workdir, agent_config(target, central_url, variant),
+                "--enable-feature=agent,expand-external-labels,exemplar-storage",
+                f"--storage.agent.path={workdir / 'wal'}",
+                env=clean_env(MEMHEALTH_TEAM=team, MEMHEALTH_MACHINE=machine))
+
+
+def start_central(workdir, secrets: Secrets, config: dict | None = None, *flags: str) -> Prom:
+    """The central Prometheus behind its web config (TLS and bcrypt basic auth)."""
+    return Prom(workdir, config or central_config(), f"--storage.tsdb.path={workdir / 'tsdb'}",
+                "--web.enable-remote-write-receiver", "--enable-feature=exemplar-storage",
+                f"--web.config.file={secrets.prometheus_web}", *flags, web=secrets.reader)
 
 
 def _by(result: list[dict], *labels: str) -> dict[tuple, float]:
@@ -124,11 +200,12 @@ def team(tmp_path_factory):
     with 3 prompts, its capture queue over the limit so its gate says RED), agents forwarding
     to one central Prometheus."""
     tmp_path = tmp_path_factory.mktemp("team")
+    secrets = Secrets(tmp_path)
     central = None
     machines: list[Machine] = []
     try:
-        machines.append(Machine(tmp_path, "alice", "team-a", {"app": 1, "lib": 2}))
-        machines.append(Machine(tmp_path, "bob", "team-b", {"app": 3}))
+        machines.append(Machine(tmp_path, "alice", "team-a", {"app": 1, "lib": 2}, secrets))
+        machines.append(Machine(tmp_path, "bob", "team-b", {"app": 3}, secrets))
         # bob's `app`: more capture items than [gate].capture_queue_max (40): capture_queue RED
         bob_db = machines[1].roots["app"] / ".memhealth" / "memory.db"
         from memory_core.store.db import sqlite3
@@ -136,9 +213,8 @@ def team(tmp_path_factory):
         with db:
             db.execute("INSERT INTO meta(key, value) VALUES ('capture.pending', '41')")
         db.close()
-        central = Prom(tmp_path / "central", central_config(),
-                       f"--storage.tsdb.path={tmp_path / 'central' / 'tsdb'}",
-                       "--web.enable-remote-write-receiver", "--enable-feature=exemplar-storage")
+        central = start_central(tmp_path / "central", secrets)
+        central.secrets = secrets
         for machine in machines:
             machine.start_agent(central.url)
         yield central, {m.name: m for m in machines}
@@ -191,12 +267,12 @@ def test_two_machines_with_a_project_named_app_stay_apart_in_the_recording_rules
                                '{hook="prompt",outcome="ok"})'), "instance", "project")
     assert merged == {(SHARED_INSTANCE, "app"): 4.0, (SHARED_INSTANCE, "lib"): 2.0}
     # every rule loaded centrally evaluates healthy over the forwarded series
-    groups = get_json(central.url + "/api/v1/rules")["data"]["groups"]
+    groups = central.get_json("/api/v1/rules")["data"]["groups"]
     rules = [r for g in groups for r in g["rules"]]
     with open(RULES, encoding="utf-8") as fh:
         assert len(rules) == sum(len(g["rules"]) for g in yaml.safe_load(fh)["groups"])
     wait_for("every central rule to evaluate healthy",
-             lambda: all(r["health"] == "ok" for g in get_json(central.url + "/api/v1/rules")
+             lambda: all(r["health"] == "ok" for g in central.get_json("/api/v1/rules")
                          ["data"]["groups"] for r in g["rules"]), timeout=15)
 
 
@@ -205,10 +281,10 @@ def test_a_hook_duration_exemplar_with_its_trace_id_reaches_the_central_side(tea
     now = time.time()
 
     def exemplars():
-        url = central.url + "/api/v1/query_exemplars?" + urllib.parse.urlencode({
+        path = "/api/v1/query_exemplars?" + urllib.parse.urlencode({
             "query": 'memhealth_hook_duration_seconds_bucket{hook="prompt"}',
             "start": now - 600, "end": now + 120})
-        return [(series["seriesLabels"], e) for series in get_json(url)["data"]
+        return [(series["seriesLabels"], e) for series in central.get_json(path)["data"]
                 for e in series["exemplars"]]
 
     got = wait_for("prompt-duration exemplars on the central Prometheus", exemplars, timeout=30)
@@ -230,7 +306,7 @@ def test_every_dashboard_panel_evaluates_centrally_with_one_machine_selected(tea
     errors = []
     for dashboard, title, ref, expr in _panel_queries():
         assert 'machine=~".*"' in expr and 'team=~".*"' in expr, (dashboard, title)
-        answer = get_json(central.url + "/api/v1/query?" + urllib.parse.urlencode(
+        answer = central.get_json("/api/v1/query?" + urllib.parse.urlencode(
             {"query": expr.replace('machine=~".*"', 'machine=~"bob"')}))
         if answer.get("status") != "success":
             errors.append(f"{dashboard} / {title} {ref}: {answer.get('error')}")
@@ -241,6 +317,37 @@ def test_every_dashboard_panel_evaluates_centrally_with_one_machine_selected(tea
                         'instance=~".*",project=~"app",hook="prompt"})')
     assert float(one[0]["value"][1]) == 3.0
     assert GRAFANA_VARS["$machine"] == GRAFANA_VARS["$team"] == ".*"
+
+
+@pytest.mark.parametrize("variant", ["none", "wrong", "plain"])
+def test_a_write_without_credentials_with_wrong_ones_or_over_plain_http_is_refused_and_counted(
+        team, tmp_path, variant):
+    """An agent on the shipped config scraping a real serve, but without the password, with a
+    wrong one, or over plain HTTP: every write is refused, the sender counts each sample as
+    failed, and the central side holds none of its series (the shipped agents beside it
+    still write: the same central Prometheus, the same serve, the right password)."""
+    central, machines = team
+    intruder = f"intruder-{variant}"
+    agent = start_agent(tmp_path / "agent", machines["bob"].serve, central.url, central.secrets,
+                        "team-b", intruder, variant)
+    try:
+        failed = wait_for(f"{intruder}'s writes to be refused", lambda: agent.metric(
+            "prometheus_remote_storage_samples_failed_total"), timeout=45)
+        assert failed > 0
+        assert central.query(f'count({{machine="{intruder}"}})') == []
+        assert central.query(f'count(memhealth_build_info{{machine="{intruder}"}})') == []
+        # the right credentials were not locked out meanwhile
+        assert machines["bob"].agent.metric("prometheus_remote_storage_samples_failed_total") == 0
+    finally:
+        agent.stop()
+    # and the central Prometheus answers no one without the password, nor over plain HTTP
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(central.url + "/api/v1/query?query=up", timeout=5,
+                               context=central.web.context)
+    assert refused.value.code == 401
+    with pytest.raises(urllib.error.HTTPError) as plain:
+        urllib.request.urlopen(central.url.replace("https://", "http://") + "/-/ready", timeout=5)
+    assert plain.value.code == 400
 
 
 def test_a_red_gate_check_on_one_machine_raises_its_alert_centrally_with_the_team(team):
@@ -269,6 +376,39 @@ def test_a_red_gate_check_on_one_machine_raises_its_alert_centrally_with_the_tea
     assert down[0]["labels"]["team"] == "team-a" and down[0]["labels"]["severity"] == "critical"
     assert _route(down[0]["labels"]) == "team-a-page"
     assert not [a for a in central.alerts("MemhealthTargetDown") if a["labels"].get("machine") == "bob"]
+
+
+def test_a_second_machine_started_with_bobs_label_raises_the_duplicate_alert_centrally(team, tmp_path):
+    """Carol's machine (her own state dir, so her own instance id, and a project `app` like
+    bob's) runs the shipped agent with MEMHEALTH_MACHINE=bob: the central side now holds two
+    instance ids under (team-b, bob) and the shipped central rule goes pending for it alone."""
+    central, machines = team
+    assert central.query('count by (team, machine) (count by (team, machine, instance_id) '
+                         '(memhealth_build_info)) > 1') == []
+    carol = Machine(tmp_path, "carol", "team-b", {"app": 1}, central.secrets)
+    try:
+        carol.name = "bob"  # the mistake: the same MEMHEALTH_MACHINE as bob's
+        carol.start_agent(central.url)
+        # the two agents' identical series collide: a write of carol's holding a sample older
+        # than bob's latest for one of them is refused whole (out of order), so hers get in
+        # only between bob's writes; give that time
+        ids = wait_for("two instance ids under machine bob", lambda: (lambda r: r if len(r) == 2 else None)(
+            {s["metric"]["instance_id"] for s in central.query(
+                'last_over_time(memhealth_build_info{machine="bob"}[10m])')}), timeout=120)
+        # (alice's serve was stopped by the test before: her last series, within 10 minutes)
+        alice_ids = {s["metric"]["instance_id"] for s in central.query(
+            'last_over_time(memhealth_build_info{machine="alice"}[10m])')}
+        assert len(alice_ids) == 1 and not alice_ids & ids
+        # the shipped central rule's expression on the central side (its `for:` and firing are
+        # promtool's test above; this central loads the main rules only)
+        with open(os.path.join(REPO, "compose", "team", "central.rules.yaml"), encoding="utf-8") as fh:
+            (group,) = yaml.safe_load(fh)["groups"]
+        (rule,) = [r for r in group["rules"] if r["alert"] == "MemhealthMachineLabelDuplicated"]
+        got = central.query(rule["expr"])
+        assert [(r["metric"]["team"], r["metric"]["machine"], float(r["value"][1])) for r in got] == [
+            ("team-b", "bob", 2.0)]
+    finally:
+        carol.stop()
 
 
 def _route(labels: dict) -> str:
@@ -330,33 +470,65 @@ def _budget_routes() -> list[str]:
     return value.split(",")
 
 
-def test_each_team_has_its_own_page_budget_through_a_real_alertmanager(tmp_path):
-    """The generated central config in a real Alertmanager, its budget receivers at a real
-    serve configured by the generated alert-budget.env: team-a's third page in the window
-    folds (2 per 12 h), team-b still pages."""
+def budget_serve(tmp_path, secrets: Secrets, **extra_env: str) -> tuple:
+    """(store root, the central alert budget): a real serve over TLS with the bearer token, its
+    routes from the generated alert-budget.env."""
     root = tmp_path / "central"
     root.mkdir()
     assert run_cli("init", "--project", str(root), "--no-templates",
                    env=clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"))).returncode == 0
     env = clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"),
-                    MEMHEALTH_ALERTS_ROUTES=",".join(_budget_routes()))
-    app = ServeProcess(root, "--no-probes", "--no-export", env=env)
+                    MEMHEALTH_ALERTS_ROUTES=",".join(_budget_routes()), **extra_env)
+    app = ServeProcess(root, "--no-probes", "--no-export", "--tls-cert", secrets.cert,
+                       "--tls-key", secrets.key, "--token-file", str(secrets.dir / "alert-budget.token"),
+                       env=env, web=Web(secrets.ca.cert_path, token=secrets.values["alert-budget.token"]))
+    return root, app
+
+
+def central_am_config(app, outside: Outside) -> dict:
+    """compose/team/alertmanager.yml as generated, its budget receivers at this serve (TLS and
+    token as generated, read from secrets/ beside the config), the outside ones at the
+    stand-in, and short waits."""
+    with open(TEAM_AM, encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    for receiver in config["receivers"]:
+        for hook in receiver.get("webhook_configs", []):
+            if hook["url"] == BUDGET_URL:
+                assert hook["http_config"]["authorization"] == {
+                    "type": "Bearer", "credentials_file": "secrets/alert-budget.token"}
+                assert hook["http_config"]["tls_config"] == {"ca_file": "secrets/ca.pem"}
+                hook["url"] = app.url.rstrip("/") + "/alerts"
+            else:
+                hook["url"] = outside.at(hook["url"])
+
+    def shorten(route):
+        route["group_wait"], route["group_interval"] = "100ms", "1s"
+        for child in route.get("routes", []):
+            shorten(child)
+    shorten(config["route"])
+    return config
+
+
+def test_each_team_has_its_own_page_budget_through_a_real_alertmanager(tmp_path):
+    """The generated central config in a real Alertmanager, its budget receivers at a real
+    serve configured by the generated alert-budget.env, over TLS with the budget's token:
+    team-a's third page in the window folds (2 per 12 h), team-b still pages, each team's
+    pages reach its own pager (`generate --pager-url`); a delivery without the token is
+    refused, stores nothing and is counted."""
+    secrets = Secrets(tmp_path / "team")
     outside = Outside()
+    made = run_cli("generate", "--out", str(tmp_path / "out"), "--secrets-dir", str(tmp_path / "gen"),
+                   "--pager-url", f"team-a={outside.url}/pager-a", "--pager-url", f"team-b={outside.url}/pager-b")
+    assert made.returncode == 0, made.stderr
+    (line,) = [x for x in (tmp_path / "gen" / "pagers.env").read_text().splitlines() if not x.startswith("#")]
+    key, value = line.split("=", 1)
+    root, app = budget_serve(tmp_path, secrets, **{key: value})
     am = None
     try:
-        with open(TEAM_AM, encoding="utf-8") as fh:
-            config = yaml.safe_load(fh)
-        for receiver in config["receivers"]:
-            for hook in receiver.get("webhook_configs", []):
-                hook["url"] = (app.url.rstrip("/") + "/alerts" if hook["url"] == BUDGET_URL
-                               else outside.at(hook["url"]))
-
-        def shorten(route):
-            route["group_wait"], route["group_interval"] = "100ms", "1s"
-            for child in route.get("routes", []):
-                shorten(child)
-        shorten(config["route"])
-        am = Alertmanager(tmp_path, config)
+        config = central_am_config(app, outside)
+        (tmp_path / "am").mkdir()
+        secrets.lay(tmp_path / "am", ("ca.pem", "alert-budget.token"))
+        am = Alertmanager(tmp_path / "am", config)
         # three different pages for team-a (three projects), then one for team-b
         am.post(*[alert("MemhealthEmbeddingDown", "critical", team="team-a", machine="alice",
                         project=p, component="embedding") for p in ("app", "lib", "web")])
@@ -379,9 +551,79 @@ def test_each_team_has_its_own_page_budget_through_a_real_alertmanager(tmp_path)
         assert 'memhealth_alert_budget_remaining{route="team-a-page"} 0.0' in text
         assert 'memhealth_alert_budget_remaining{route="team-b-page"} 1.0' in text
         assert 'route="unknown"' not in text
+        # each team's pager got its own pages (and team-a its budget's meta-alert), no other's
+
+        def paged(path: str) -> list[tuple[str, str]]:
+            return [(d["route"], d.get("alertname", "")) for p, body in outside.received
+                    if p == path for d in body.get("decisions", [])]
+        wait_for("both pagers called", lambda: paged("/pager-a") and paged("/pager-b"), timeout=20)
+        assert {r for r, _ in paged("/pager-a")} == {"team-a-page"}
+        assert sorted(n for _, n in paged("/pager-a")) == [
+            "MemhealthAlertBudgetExhausted", "MemhealthEmbeddingDown", "MemhealthEmbeddingDown"]
+        assert paged("/pager-b") == [("team-b-page", "MemhealthEmbeddingDown")]
+        # a delivery that does not come from this Alertmanager (no token, or another): 401
+        # before the body is read, nothing in the sink, counted
+        stored = len(sink(root))
+        body = json.dumps({"receiver": "team-b-page", "status": "firing", "alerts": [
+            alert("MemhealthEmbeddingDown", "critical", team="team-b") | {"status": "firing"}]}).encode()
+        for header in ({}, {"Authorization": "Bearer " + "f" * 40}):
+            req = urllib.request.Request(app.url.rstrip("/") + "/alerts", data=body, headers=header)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(req, timeout=10, context=app.web.context)
+            assert refused.value.code == 401
+        assert len(sink(root)) == stored
+        _, metrics, _ = app.get("/metrics")
+        assert 'memhealth_serve_refused_total{reason="no_credentials"} 1.0' in metrics.decode()
+        assert 'memhealth_serve_refused_total{reason="bad_credentials"} 1.0' in metrics.decode()
     finally:
         if am is not None:
             am.stop()
+        outside.stop()
+        app.kill()
+
+
+def test_an_alert_crosses_every_authenticated_edge_from_prometheus_to_the_budget(tmp_path):
+    """The central Prometheus (behind its web config) sends the always-firing Watchdog to a
+    real Alertmanager behind its own web config (TLS, bcrypt basic auth: the shipped
+    `alerting` section, its password file beside the config), which delivers it to the budget
+    serve over TLS with the token: the budget records it on the watchdog route."""
+    secrets = Secrets(tmp_path / "team")
+    root, app = budget_serve(tmp_path, secrets)
+    outside = Outside()
+    am = central = None
+    try:
+        (tmp_path / "am").mkdir()
+        secrets.lay(tmp_path / "am", ("ca.pem", "alert-budget.token"))
+        am = Alertmanager(tmp_path / "am", central_am_config(app, outside),
+                          f"--web.config.file={secrets.alertmanager_web}",
+                          web=Web(secrets.ca.cert_path, user="prometheus",
+                                  password=secrets.values["prometheus.password"]))
+        with pytest.raises(urllib.error.HTTPError) as refused:  # no password: 401
+            urllib.request.urlopen(am.url + "/api/v2/status", timeout=5, context=am.web.context)
+        assert refused.value.code == 401
+        with open(CENTRAL_CONFIG, encoding="utf-8") as fh:
+            shipped = yaml.safe_load(fh)
+        config = central_config()
+        (alerting,) = shipped["alerting"]["alertmanagers"]
+        assert alerting["scheme"] == "https" and alerting["tls_config"] == {"ca_file": "secrets/ca.pem"}
+        assert alerting["basic_auth"] == {"username": "prometheus",
+                                          "password_file": "secrets/prometheus.password"}
+        alerting["static_configs"] = [{"targets": [f"127.0.0.1:{am.port}"]}]
+        config["alerting"] = {"alertmanagers": [alerting]}
+        secrets.lay(tmp_path / "central", ("ca.pem", "prometheus.password"))
+        # the first notification can go out before Alertmanager is discovered (dropped): resend
+        # every second rather than after the default minute
+        central = start_central(tmp_path / "central", secrets, config, "--rules.alert.resend-delay=1s")
+        got = wait_for("the Watchdog decided by the budget", lambda: [
+            r for r in sink(root) if r.get("alertname") == "MemhealthWatchdog"], timeout=60)
+        assert got[0]["route"] == "watchdog"
+        assert central.metric("prometheus_notifications_errors_total") == 0  # 401s would count here
+        assert central.metric("prometheus_notifications_sent_total") > 0
+        assert "MemhealthWatchdog" in outside.alertnames("memhealth-watchdog")  # and outside, as routed
+    finally:
+        for proc in (central, am):
+            if proc is not None:
+                proc.stop()
         outside.stop()
         app.kill()
 
@@ -411,17 +653,39 @@ def test_team_compose_profiles_mount_existing_paths_and_bind_loopback_by_default
             if not source.startswith("."):
                 assert source in compose["volumes"], f"{name}: volume {source} undeclared"
                 continue
+            if source.startswith("./secrets/"):  # written by `generate --team`, never committed
+                assert source[len("./secrets/"):] in SECRET_FILES, (name, source)
+                assert volume.endswith(":ro"), (name, volume)
+                continue
             path = os.path.normpath(os.path.join(base, source))
             assert os.path.exists(path), f"{name} mounts {source}, missing in the repo"
             mounted.add(os.path.relpath(path, REPO))
+            if source == "./secrets":
+                assert volume.endswith(":ro"), (name, volume)
         for env_file in svc.get("env_file", []):
-            assert os.path.exists(os.path.join(base, env_file))
+            if env_file.startswith("secrets/"):
+                assert env_file[len("secrets/"):] in SECRET_FILES, (name, env_file)
+            else:
+                assert os.path.exists(os.path.join(base, env_file))
         if "build" in svc:
             assert os.path.exists(os.path.join(base, svc["build"]["context"], svc["build"]["dockerfile"]))
-    # one source each: the repo's rules and dashboards, the single-machine Collector and Tempo
-    assert {"alerts", "dashboards", "compose/otel-collector.yaml", "compose/tempo.yaml",
+    # one source each: the repo's rules and dashboards, the single-machine Tempo, the team's
+    # own Collector and Grafana data sources (TLS and auth), the secrets directory
+    assert {"alerts", "dashboards", "compose/tempo.yaml", "compose/team/otel-collector.yaml",
+            "compose/team/grafana-datasources.yaml", "compose/team/secrets",
             "compose/team/alertmanager.yml", "compose/team/prometheus-central.yml",
             "compose/team/prometheus-agent.yml", "compose/team/central.rules.yaml"} <= mounted
+    # every service a developer's machine reaches is behind TLS and authentication
+    assert "--web.config.file=/etc/prometheus/secrets/prometheus-web.yml" in services["prometheus"]["command"]
+    assert "--web.config.file=/etc/alertmanager/secrets/alertmanager-web.yml" in \
+        services["alertmanager"]["command"]
+    budget = services["alert-budget"]["command"]
+    for flag, value in (("--tls-cert", "central.pem"), ("--tls-key", "central.key"),
+                        ("--token-file", "alert-budget.token")):
+        assert budget[budget.index(flag) + 1] == f"/etc/memhealth/secrets/{value}"
+    grafana = services["grafana"]["environment"]
+    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false" and grafana["GF_SERVER_PROTOCOL"] == "https"
+    assert services["grafana"]["env_file"] == ["secrets/grafana.env"]  # the admin password
     central = services["prometheus"]["command"]
     assert "--web.enable-remote-write-receiver" in central
     assert "--enable-feature=exemplar-storage,otlp-write-receiver" in central
@@ -437,14 +701,23 @@ def test_team_compose_profiles_mount_existing_paths_and_bind_loopback_by_default
 
 @pytest.mark.parametrize("name", ["prometheus-central.yml", "prometheus-agent.yml"])
 def test_team_prometheus_configs_pass_promtool(tmp_path, name):
+    """Both configs read their credentials from secrets/ beside them, and pass with what
+    `memhealth generate --team` writes there; promtool refuses the central one without them
+    (it checks a scrape's credentials file; the agent's remote_write files it does not, and
+    the real agents above read them)."""
     promtool = require_binary("promtool")
     with open(os.path.join(REPO, "compose", "team", name), encoding="utf-8") as fh:
         text = fh.read()
     path = tmp_path / name
     path.write_text(text.replace("/etc/memhealth/alerts/", os.path.join(REPO, "alerts") + "/")
                     .replace("/etc/memhealth/central/", os.path.join(REPO, "compose", "team") + "/"))
-    proc = subprocess.run([promtool, "check", "config", str(path)], capture_output=True,
-                          text=True, timeout=30)
+    check = [promtool, "check", "config", str(path)]
+    if "central" in name:
+        missing = subprocess.run(check, capture_output=True, text=True, timeout=30)
+        assert missing.returncode == 1 and "secrets/alert-budget.token" in missing.stdout + missing.stderr
+    made = run_cli("generate", "--out", str(tmp_path / "out"), "--secrets-dir", str(tmp_path / "secrets"))
+    assert made.returncode == 0, made.stderr
+    proc = subprocess.run(check, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     config = yaml.safe_load(text)
     jobs = [j["job_name"] for j in config.get("scrape_configs", [])]
@@ -545,7 +818,53 @@ def test_the_alert_budget_down_pages_outside_the_budget(tmp_path):
     assert "alert-budget" not in hook["url"]  # outside the budget, the serve-down check
 
 
-def _annotations(path: str) -> dict:
+def _annotations(path: str, alertname: str = "MemhealthAlertBudgetDown") -> dict:
     (group,) = yaml.safe_load(open(path, encoding="utf-8"))["groups"]
-    (rule,) = group["rules"]
+    (rule,) = [r for r in group["rules"] if r["alert"] == alertname]
     return rule["annotations"]
+
+
+def test_two_instance_ids_under_one_machine_label_alert_centrally(tmp_path):
+    """promtool runs the shipped central rule: two build_info series with one (team, machine)
+    and two instance ids fire after 5 minutes; one id per machine, or the same id on two
+    scrapes of one serve (two projects), never do."""
+    promtool, amtool = require_binary("promtool"), require_binary("amtool")
+    rules = os.path.join(REPO, "compose", "team", "central.rules.yaml")
+    shutil.copy(rules, tmp_path / "central.rules.yaml")
+    info = ('memhealth_build_info{{job="memhealth", instance="127.0.0.1:9464", team="team-b", '
+            'machine="{m}", project="{p}", version="0.1.0", python="3.11.7", sqlite="3.51.1", '
+            'sqlite_vec="v0.1.9", instance_id="{i}"}}')
+    name = "MemhealthMachineLabelDuplicated"
+    expected = {"exp_labels": {"alertname": name, "severity": "warning", "component": "topology",
+                               "team": "team-b", "machine": "bob"},
+                "exp_annotations": {
+                    "summary": "two machines report the same machine label: their series merge",
+                    "description": "More than one memhealth instance id is reported under one team "
+                                   "and machine label: two agents were started with the same "
+                                   "MEMHEALTH_MACHINE, so rules and dashboards add two developers' "
+                                   "projects into one machine's, and one machine's alerts can be "
+                                   "muted or resolved by the other's series.",
+                    "runbook_url": "http://127.0.0.1:9464/runbook#memhealthmachinelabelduplicated"}}
+    tests = {"rule_files": ["central.rules.yaml"], "evaluation_interval": "1m", "tests": [
+        # bob's two projects on bob's serve (one id) and carol started as "bob" (another id)
+        {"interval": "1m", "input_series": [
+            {"series": info.format(m="bob", p="app", i="id-bob"), "values": "1x10"},
+            {"series": info.format(m="bob", p="lib", i="id-bob"), "values": "1x10"},
+            {"series": info.format(m="bob", p="app", i="id-carol"), "values": "_ _ 1x8"}],
+         "alert_rule_test": [
+             {"eval_time": "5m", "alertname": name, "exp_alerts": []},  # pending, not yet
+             {"eval_time": "8m", "alertname": name, "exp_alerts": [expected]}]},
+        # two machines, each its own label: silent
+        {"interval": "1m", "input_series": [
+            {"series": info.format(m="bob", p="app", i="id-bob"), "values": "1x10"},
+            {"series": info.format(m="carol", p="app", i="id-carol"), "values": "1x10"}],
+         "alert_rule_test": [{"eval_time": "10m", "alertname": name, "exp_alerts": []}]},
+    ]}
+    (tmp_path / "central.test.yaml").write_text(yaml.safe_dump(tests))
+    proc = subprocess.run([promtool, "test", "rules", "central.test.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    routed = subprocess.run([amtool, "config", "routes", "test", f"--config.file={TEAM_AM}",
+                             f"alertname={name}", "severity=warning", "team=team-b", "machine=bob"],
+                            capture_output=True, text=True, timeout=30)
+    assert routed.stdout.split() == ["team-b-ticket"], routed.stdout + routed.stderr

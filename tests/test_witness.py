@@ -41,8 +41,12 @@ class Replay:
     directory holds its transcript, the file's mtime set to the session's last record."""
 
     def __init__(self, tmp_path, name: str, rows: bool = True, created_ns: int | None = None,
-                 drop_refs: bool = False):
+                 drop_refs: bool = False, transport: str = "command"):
         self.root = make_project(tmp_path / "proj")
+        if transport == "http":  # wired as the session was: `memhealth init --transport http`
+            from memhealth.installer import init_project
+
+            init_project(self.root, templates=False, register=False, transport="http")
         self.conn = open_store(self.root)
         self.cfg = load(os.path.join(self.root, ".memhealth"), environ={})
         with open(os.path.join(TRANSCRIPTS, f"witness-{name}.rows.json"), encoding="utf-8") as fh:
@@ -178,6 +182,57 @@ def test_a_session_whose_hooks_never_ran_is_named_for_each_event_that_fired(tmp_
     assert "Stop ran memhealth" in result.detail and "hook_heartbeats names the store's failure" in result.fix
     gate.acknowledge(replay.conn, "hook_witness", replay.end_ns + 200 * S)  # the FIX's last resort
     assert replay.check(after_s=300).status == "green"
+
+
+# -- the HTTP transport: hooks Claude Code POSTs to `memhealth serve` ------------------------------
+
+HTTP_KILLED_STDERR = "connect ECONNREFUSED 127.0.0.1:46189"  # the port serve had in the recording
+
+
+def test_events_serve_answered_match_the_rows_its_hook_runner_wrote(tmp_path):
+    replay = Replay(tmp_path, "http-killed", transport="http")
+    report = replay.reconcile()
+    # the prompt and the first Read's pre and post were answered by serve (its rows carry the
+    # prompt_id and tool_use_id); SessionStart ran as a command
+    assert report.judged - report.matched == 3, report.to_dict()
+    last_ok = json.loads(replay.conn.execute("SELECT value FROM meta WHERE key = ?",
+                                             (witness.LAST_OK_KEY,)).fetchone()[0])
+    assert {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"} <= set(last_ok)
+
+
+def test_http_hooks_refused_by_a_dead_serve_are_failures_of_the_transport_without_an_exit_code(tmp_path):
+    replay = Replay(tmp_path, "http-killed", transport="http")
+    replay.reconcile()
+    found = {f[0]: f[1:5] for f in replay.findings()}
+    # Claude Code writes "exitCode": 0 for a refused POST: no process ran, so none is kept
+    assert found == {"PreToolUse": ("failed", 1, None, HTTP_KILLED_STDERR),
+                     "PostToolUse": ("failed", 1, None, HTTP_KILLED_STDERR),
+                     "Stop": ("failed", 1, None, HTTP_KILLED_STDERR)}, found
+    details = {f[0]: json.loads(f[6]) for f in replay.findings()}
+    assert details["PreToolUse"] == {"tools": {"Read": 1}, "transport": "http",
+                                     "url": "http://127.0.0.1:9464/memhealth/hook/pre-tool"}
+    # Stop's summary names the URL it POSTed to, which is kept as it was
+    assert details["Stop"] == {"transport": "http", "url": "http://127.0.0.1:46189/memhealth/hook/stop"}
+
+
+def test_the_fix_of_a_dead_transport_starts_serve_where_the_settings_send_the_hooks(tmp_path):
+    replay = Replay(tmp_path, "http-killed", transport="http")
+    result = replay.check()
+    assert result.status == "red", result
+    assert "PreToolUse hook failed 1 time(s) over the HTTP transport" in result.detail, result.detail
+    assert f"stderr: {HTTP_KILLED_STDERR}" in result.detail and "exit 0" not in result.detail
+    assert re.search(r"Stop hook failed 1 time\(s\) over the HTTP transport", result.detail)
+    fixes = re.findall(r"`([^`]+)`", result.fix)
+    assert fixes == [f"memhealth serve --detach --project {replay.root} --listen 127.0.0.1:9464",
+                     "memhealth init --transport command", "memhealth gate --ack hook_witness"], result.fix
+    assert "memhealth init`" not in result.fix.replace("memhealth init --transport command`", "")
+
+
+def test_an_http_failure_after_going_back_to_command_hooks_is_repaired_by_init(tmp_path):
+    replay = Replay(tmp_path, "http-killed", transport="command")  # the settings no longer POST
+    result = replay.check()
+    assert result.status == "red" and "over the HTTP transport" in result.detail, result
+    assert re.findall(r"`(memhealth [^`]+)`", result.fix) == ["memhealth init", "memhealth gate --ack hook_witness"]
 
 
 # -- bounded: new complete lines only, a budget, never from a hook's gate --------------------------
@@ -362,7 +417,7 @@ def evaluate(tmp_path, name: str, expected: list) -> dict:
 
     Counted per event occurrence: a finding event the session really had is a true positive,
     one it did not have a false positive, an expected one not found a false negative."""
-    replay = Replay(tmp_path / name, name)
+    replay = Replay(tmp_path / name, name, transport=HELD_OUT.get(name, {}).get("transport", "command"))
     report = replay.reconcile()
     found: dict[tuple, int] = {}
     for event, kind, n, exit_code, stderr, _sid, _detail in replay.findings():
@@ -511,3 +566,22 @@ def test_sessions_that_ran_with_no_transcript_to_read_are_a_note_not_a_silent_gr
     idle = Replay(tmp_path / "idle", "healthy", rows=False)
     os.unlink(idle.path)
     assert idle.check().status == "green"  # no session ever ran: nothing to witness
+
+
+def test_an_http_hook_serve_refused_for_its_secret_gets_the_fix_that_writes_the_secret(tmp_path):
+    replay = Replay(tmp_path, "heldout-http-wrong-secret", transport="http")
+    result = replay.check()
+    assert result.status == "red" and "stderr: HTTP 401 from http://127.0.0.1:" in result.detail, result
+    assert re.findall(r"`(memhealth [^`]+)`", result.fix) == [
+        "memhealth init --transport http", "memhealth init --transport command", "memhealth gate --ack hook_witness"]
+
+
+def test_a_failure_is_an_http_hooks_only_when_no_command_is_named_or_the_command_is_a_url():
+    refused = {"command": "", "stderr": "connect ECONNREFUSED 127.0.0.1:9464", "exit": 0}
+    assert witness._over_http(refused, None)                       # the client's error says so
+    assert witness._over_http({**refused, "stderr": "HTTP 401 from x"}, "http://127.0.0.1:9464/memhealth/hook/stop")
+    assert not witness._over_http({**refused, "stderr": "HTTP 401 from x"}, None)
+    assert witness._over_http({**refused, "command": "http://127.0.0.1:1/memhealth/hook/stop"}, None)
+    # a user's wrapper that failed talking to something: a command's failure, whatever its stderr
+    wrapper = {"command": "sh -c 'curl localhost:1'", "stderr": "connect ECONNREFUSED 127.0.0.1:1", "exit": 7}
+    assert not witness._over_http(wrapper, "http://127.0.0.1:9464/memhealth/hook/pre-tool")

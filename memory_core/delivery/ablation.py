@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 
+from memory_core.errors import MemoryCoreError
+
 ABLATION_KEY = "ablation.schedule"
 ABLATION_HISTORY_PREFIX = "ablation.history."
 DAY_NS = 86400 * 10 ** 9
@@ -41,16 +43,78 @@ def plan(arm: str, days: int, start_ns: int, registered_ns: int, first: str = "a
                      for i in range(days)]}
 
 
+class AblationError(MemoryCoreError):
+    """The stored schedule is not one this version can follow; `memhealth ablation stop`
+    clears it."""
+
+    reason = "ablation"
+
+
+FIX = "`memhealth ablation stop` clears it (it is kept in the history under ablation.broken)"
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def problem(sched) -> str | None:
+    """Why a parsed value is not a schedule (every field the hooks, status and report read),
+    or None. A section that is no arm's would read "ablated" while nothing is switched off."""
+    if not isinstance(sched, dict):
+        return f"a {type(sched).__name__}, not a schedule object"
+    if sched.get("arm") not in ARMS:
+        return f"unknown arm {sched.get('arm')!r} (expected one of {', '.join(ARMS)})"
+    if sched.get("section") != ARMS[sched["arm"]]:
+        return f"section {sched.get('section')!r} is not the {sched['arm']} arm's ({ARMS[sched['arm']]!r})"
+    for key in ("registered_ns", "start_ns", "end_ns"):
+        if not _int(sched.get(key)):
+            return f"{key} is {sched.get(key)!r}, not a time in nanoseconds"
+    if sched.get("stopped_ns") is not None and not _int(sched["stopped_ns"]):
+        return f"stopped_ns is {sched['stopped_ns']!r}, not a time in nanoseconds"
+    days = sched.get("days")
+    if not isinstance(days, list) or not days:
+        return "no days"
+    for day in days:
+        if not isinstance(day, dict) or day.get("arm") not in ("ablated", "baseline") or not _int(day.get("day")) \
+                or not _int(day.get("start_ns")) or not _int(day.get("end_ns")):
+            return f"day {day!r} is not {{day, arm: ablated|baseline, start_ns, end_ns}}"
+    return None
+
+
+def parse(value: str) -> dict:
+    """The schedule in a stored value; AblationError naming what is wrong."""
+    try:
+        sched = json.loads(value)
+    except ValueError as exc:
+        raise AblationError(f"the stored ablation schedule is unreadable (not JSON: {exc}); {FIX}") from None
+    why = problem(sched)
+    if why:
+        raise AblationError(f"the stored ablation schedule is unreadable ({why}); {FIX}")
+    return sched
+
+
 def load(conn, key: str = ABLATION_KEY) -> dict | None:
-    """The schedule stored under `key`, or None (none, or a value that is not a schedule)."""
+    """The schedule stored under `key`, or None when there is none; AblationError when the
+    stored value is not a schedule (never read as "none registered")."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     if row is None or not row[0]:
         return None
+    return parse(row[0])
+
+
+def clear_broken(conn, now_ns: int) -> bool:
+    """Move an unreadable stored schedule aside (inside a write transaction); True if one was."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (ABLATION_KEY,)).fetchone()
+    if row is None:
+        return False
     try:
-        sched = json.loads(row[0])
-    except ValueError:
-        return None
-    return sched if isinstance(sched, dict) and isinstance(sched.get("days"), list) else None
+        parse(row[0])
+        return False
+    except AblationError:
+        pass
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (f"ablation.broken.{now_ns:020d}", row[0]))
+    conn.execute("DELETE FROM meta WHERE key = ?", (ABLATION_KEY,))
+    return True
 
 
 def history(conn) -> list[dict]:
@@ -58,7 +122,10 @@ def history(conn) -> list[dict]:
     out = []
     for (key,) in conn.execute("SELECT key FROM meta WHERE key LIKE ? ORDER BY key",
                                (ABLATION_HISTORY_PREFIX.replace("_", "\\_") + "%",)):
-        sched = load(conn, key)
+        try:
+            sched = load(conn, key)
+        except AblationError:
+            continue  # an earlier schedule that cannot be compared is left out, not fatal
         if sched is not None:
             out.append(sched)
     return out

@@ -52,7 +52,7 @@ from memory_core.delivery.intent import BUILD, DECISION, INVESTIGATION
 from memory_core.index import docfreq, fts
 from memory_core.outbox.spans import db_span
 from memory_core.store.db import write
-from memory_core.text import clip
+from memory_core.text import clip, git_provenance
 
 MIN_IDF_CORPUS = 50
 MIN_QUERY_IDF = 0.5  # a token in more than ~60% of chunks does not help rank candidates
@@ -92,7 +92,16 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # ALL_CAPS_NAMES, keyword arguments (verify=), long flags (--verbose), CamelCase
 # (HTTPDigestAuth, GZipMiddleware). A plain word (Digest, TLS) is not one. Candidates come
 # from one cheap scan; plain strings tests sort them (a regex of alternatives was 2.5x slower).
-_CANDIDATE = re.compile(r"--[A-Za-z][\w-]*|[A-Za-z_][a-z0-9]*[._=A-Z][\w.]*=?")
+# The scan is linear in the text: a candidate is a letter or `_`, a run of [a-z0-9], then one
+# of [._=A-Z]. A start inside a run an earlier start already read ends where that run ends,
+# so it is never tried: a lowercase start only after a non-identifier character or after
+# digits that follow one (the lookbehind); uppercase and `_` starts anywhere. Quantifiers are
+# possessive (their classes are disjoint from what follows, so nothing is lost). The old
+# `[A-Za-z_][a-z0-9]*[._=A-Z][\w.]*=?` backtracked over every start: 25 s on a 100,000-
+# character token, past the prompt hook's timeout.
+_CANDIDATE = re.compile(r"--[A-Za-z][\w-]*+"
+                        r"|(?:(?<![A-Za-z0-9_])[0-9]*+(?=[a-z])|(?=[A-Z_]))"
+                        r"(?P<ident>[A-Za-z_][a-z0-9]*+[._=A-Z][\w.]*+=?)")
 _CAMELISH = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
 _PARTS = re.compile(r"[^\W_]+")
 # A clause ends at punctuation (a dot only before a space: response.json stays whole); a
@@ -288,14 +297,20 @@ def _identifier(raw: str) -> str | None:
     return raw if _CAMELISH.search(raw) else None
 
 
+def candidates(text: str) -> list[str]:
+    """Identifier-shaped words of `text` in order, before `_identifier` sorts them; one
+    linear scan."""
+    return [m.group("ident") or m.group(0) for m in _CANDIDATE.finditer(text)]
+
+
 def identifiers(text: str) -> dict[str, list[str]]:
     """Code identifiers in `text`: {normalised form: parts}. The form is lowercase without a
     keyword `=` or a flag's `--`, so `verify=` in a prompt meets `verify=` in an entry. A
     dotted name's compound components count on their own too (Jinja2Templates.TemplateResponse
     lists TemplateResponse)."""
     out = {}
-    for match in _CANDIDATE.finditer(text):
-        raw = _identifier(match.group(0))
+    for candidate in candidates(text):
+        raw = _identifier(candidate)
         if raw is None:
             continue
         out[raw.lower().strip("-=")] = _split(raw)
@@ -959,7 +974,8 @@ def _where(row) -> str:
 
 def _provenance(row) -> str:
     day = time.strftime("%Y-%m-%d", time.gmtime(row[9] / 1e9)) if row[9] else "unknown date"
-    return f"from memory ({row[1]}, {_where(row)}, recorded {day}; verify before building on it)"
+    git = git_provenance(_attrs(row)) if row[1] == "memory" else ""
+    return f"from memory ({row[1]}, {_where(row)}, recorded {day}{git}; verify before building on it)"
 
 
 _BLOCK_START = re.compile(r"(?:[-*+]|\d+[.)]|#+)\s")

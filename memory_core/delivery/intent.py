@@ -129,13 +129,18 @@ DECISION = Phrases([
 ])
 
 
+# What of a prompt the hook reads for intent, relevance and cues: a request is said in its
+# first pages; a pasted 2 MB log or bundle after it is hashed and counted, never scanned.
+MAX_SCAN_CHARS = 16384
+
+
 def classify(prompt: str) -> tuple[str | None, str | None]:
     """(intent, matched phrase): decision, investigation or build; (None, None) if none.
 
     The phrase lists come first; then the grammar of requests (`request`): a clause that
     asks for work in any words ("make the exporter retry", "we need a bulk export", "could
     you put a limiter in front of it") reads as the work its verb names."""
-    text = prompt[:16384]
+    text = prompt[:MAX_SCAN_CHARS]
     padded, words = normalize(text)
     for name, vocabulary in (("decision", DECISION), ("investigation", INVESTIGATION)):
         hit = vocabulary.search(padded, words)

@@ -10,33 +10,34 @@ summary keeps the plan and drops the reasons (the paper's first failure mode).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 
-from memory_core.text import clip
+from memory_core.text import clip, git_provenance
 
 MAX_LINES = 25
 ITEM_CHARS = 240
-SECTIONS = (  # (heading, SQL selecting (path, line_start, line_end, title, content, created_ns), limit)
+SECTIONS = (  # (heading, SQL selecting (path, line_start, line_end, title, content, created_ns, attrs), limit)
     ("Pinned (invariants)",  # an invariant file says `pinned: false` until it holds a rule
-     "SELECT path, line_start, line_end, title, content, created_ns FROM chunks "
+     "SELECT path, line_start, line_end, title, content, created_ns, attrs FROM chunks "
      "WHERE source = 'memory' AND kind = 'invariant' AND line_start = "
      "(SELECT min(line_start) FROM chunks c2 WHERE c2.source = 'memory' AND c2.path = chunks.path) "
      "AND NOT EXISTS (SELECT 1 FROM memory_items i WHERE i.path = chunks.path AND i.pinned = 0) "
      "ORDER BY path LIMIT ?", 6),
     ("Decisions",
-     "SELECT path, line_start, line_end, title, content, created_ns FROM chunks "
+     "SELECT path, line_start, line_end, title, content, created_ns, attrs FROM chunks "
      "WHERE (source = 'memory' AND kind = 'decision' AND line_start = "
      "(SELECT min(line_start) FROM chunks c2 WHERE c2.source = 'memory' AND c2.path = chunks.path)) "
      "OR source = 'ledger' ORDER BY id DESC LIMIT ?", 5),
     ("Standing feedback",
-     "SELECT path, line_start, line_end, title, content, created_ns FROM chunks "
+     "SELECT path, line_start, line_end, title, content, created_ns, attrs FROM chunks "
      "WHERE source = 'memory' AND kind IN ('feedback', 'correction') AND line_start = "
      "(SELECT min(line_start) FROM chunks c2 WHERE c2.source = 'memory' AND c2.path = chunks.path) "
      "ORDER BY id DESC LIMIT ?", 4),
     ("Resume here",
-     "SELECT path, line_start, line_end, title, content, created_ns FROM chunks "
+     "SELECT path, line_start, line_end, title, content, created_ns, attrs FROM chunks "
      "WHERE source = 'memory' AND title LIKE '%LATEST%' ORDER BY id DESC LIMIT ?", 1),
 )
 
@@ -50,9 +51,9 @@ def _content_lines(content: str) -> list[str]:
             if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _item(path, line_start, line_end, title, content, created_ns) -> str:
-    """`- title (where, recorded day): first line` — provenance before text, so clipping a
-    long item never cuts away where it came from."""
+def _item(path, line_start, line_end, title, content, created_ns, attrs=None) -> str:
+    """`- title (where, recorded day, committed sha by author on day): first line` —
+    provenance before text, so clipping a long item never cuts away where it came from."""
     lines = _content_lines(content)
     if lines and all(0 < line.find(": ") < 24 for line in lines):
         # a ledger record rendered as `key: value` lines: keep every field but the title's
@@ -62,7 +63,11 @@ def _item(path, line_start, line_end, title, content, created_ns) -> str:
     where = f"{path}:{line_start}-{line_end}" if line_start and line_end != line_start else (
         f"{path}:{line_start}" if line_start else path)
     day = time.strftime("%Y-%m-%d", time.gmtime(created_ns / 1e9)) if created_ns else "?"
-    head = f"- {title or path} ({where}, recorded {day})"
+    try:
+        git = git_provenance(json.loads(attrs)) if attrs else ""
+    except ValueError:
+        git = ""
+    head = f"- {title or path} ({where}, recorded {day}{git})"
     if first and first.lower() != str(title or "").lower():
         return clip(f"{head}: {first}", ITEM_CHARS)
     return clip(head, ITEM_CHARS)
@@ -79,7 +84,7 @@ def _resume(conn, row):
         return row if _content_lines(content) else None
     target = os.path.normpath(os.path.join(os.path.dirname(path), match.group(1)))
     linked = conn.execute(
-        "SELECT path, line_start, line_end, title, content, created_ns FROM chunks "
+        "SELECT path, line_start, line_end, title, content, created_ns, attrs FROM chunks "
         "WHERE source = 'memory' AND path = ? ORDER BY line_start DESC LIMIT 1", (target,)).fetchone()
     if linked is None:
         return row  # the link is broken (memory_files says so): show the anchor as it is

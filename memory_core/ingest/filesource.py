@@ -43,6 +43,22 @@ def relpath(root: str, path: str) -> str:
     return absolute if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
+LINK_OUTSIDE = "link_outside"  # the ingest_log reason of a file refused for where its link leads
+
+
+def escapes(root: str, path: str) -> str | None:
+    """Where `path` really leads when it is written inside the project but a symbolic link
+    (of the file or of a directory above it) takes it outside; None otherwise. A link that
+    stays inside the project is fine, and a path configured outside the project is the
+    user's explicit choice, not a link to refuse."""
+    written = os.path.abspath(path)
+    base = os.path.abspath(root)
+    if os.path.commonpath([written, base]) != base:
+        return None
+    real, real_base = os.path.realpath(written), os.path.realpath(base)
+    return None if os.path.commonpath([real, real_base]) == real_base else real
+
+
 def discover(run: Run, root: str, entries: list[str], suffixes: tuple[str, ...],
              max_depth: int = 32) -> tuple[dict[str, tuple[str, os.stat_result]], bool]:
     """Files named by `entries` (files, directories walked for `suffixes`, or globs).
@@ -113,11 +129,25 @@ def read_text(path: str, max_bytes: int = MAX_FILE_BYTES) -> tuple[str, str]:
 
     Strict UTF-8 on purpose: a guessed decoding would store mojibake as memory. The file
     is logged and retried every run until it is fixed, and its old chunks stay meanwhile."""
+    import stat
+
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO for reading would wait for a writer forever (a hung
+        # worker per SessionEnd, an ingest past its budget); a regular file ignores the flag
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise FileFailed("io", f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileFailed("not_regular", "not a regular file (a FIFO, socket or device): never read")
+        with os.fdopen(fd, "rb") as fh:
+            fd = None
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise FileFailed("io", f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
     if len(data) > max_bytes:
         raise FileFailed("too_large", f"larger than {max_bytes} bytes")
     try:
@@ -135,6 +165,18 @@ def sync_files(run: Run, source: str, files: dict[str, tuple[str, os.stat_result
     """Bring `source`'s chunks in line with `files`; raises BudgetExhausted past the deadline."""
     conn = run.conn
     marks = watermark.load(conn, source)
+    # nothing outside the project is read through a link: refused every run (and named by
+    # the gate), and what an older version indexed through it is dropped
+    refused = {rel: target for rel, (path, _st) in files.items() if (target := escapes(run.root, path))}
+    for rel, target in refused.items():
+        del files[rel]
+        if rel in marks:
+            with write(conn):
+                report.chunks_removed += store.delete_file(conn, source, rel)
+                watermark.delete(conn, source, rel)
+            del marks[rel]
+        record_failure(run, source, rel, LINK_OUTSIDE,
+                       f"{rel} is a symbolic link to {target}, outside the project: never read", report)
     report.files_seen = len(files)
     if complete:
         gone = [p for p in marks if p not in files]
@@ -202,5 +244,5 @@ def record_failure(run: Run, source: str, path: str, reason: str, detail: str, r
     store.log(run.conn, source, path, "error", reason, detail)
 
 
-__all__ = ["BudgetExhausted", "FileFailed", "discover", "read_text", "record_failure", "relpath",
+__all__ = ["LINK_OUTSIDE", "BudgetExhausted", "FileFailed", "discover", "escapes", "read_text", "record_failure", "relpath",
            "sync_files"]

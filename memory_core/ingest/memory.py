@@ -134,7 +134,10 @@ def ingest_memory(run: Run, report: SourceReport) -> None:
     files, complete = discover(run, run.root, list(run.cfg["ingest"]["memory"]), SUFFIXES)
     try:
         sync_files(run, "memory", files, complete, parse_memory, SIGNAL_WEIGHTS["memory"], report)
-    finally:  # what synced before a budget stop still gets its cues
+    finally:  # what synced before a budget stop still gets its cues and its authors
+        from memory_core.ingest.provenance import attach_git_provenance
+
+        attach_git_provenance(run, report)
         compile_cues(run, report)
 
 

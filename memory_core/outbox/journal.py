@@ -8,11 +8,13 @@ first: a line whose process is gone and whose heartbeat never reached the databa
 a `killed` row.
 
     size = started(state_dir, "prompt", trace_id, started_ns)   # hook, before reading stdin
-    ended(state_dir, trace_id)        # only when the invocation moved to another project
+    ended(state_dir, trace_id)        # its heartbeat reached the database, or it moved project
     drain(conn, state_dir, killed_after_s=900)                  # before reap_killed
 
-A line for a live process stays (its hook is still running); a line whose heartbeat is in
-the database is dropped. Dedup is by (started_ns, hook, trace_id), which the heartbeat row
+A line for a live process stays (its hook is still running); a line with its "end" line (the
+hook writes one once its completed heartbeat is committed) is dropped unread, so a store
+deleted or reset since cannot turn finished hooks into killed ones; a line whose heartbeat
+is in the database is dropped too (a hook killed between its commit and its end line). Dedup is by (started_ns, hook, trace_id), which the heartbeat row
 carries too, so no schema change and no lookup on the hook path.
 """
 
@@ -52,6 +54,19 @@ def ended(state_dir: str, trace_id: str) -> None:
         write_line(path_of(state_dir), (json.dumps({"end": trace_id}) + "\n").encode("utf-8"))
     except OSError:
         pass
+
+
+def failed(state_dir: str, trace_id: str, rows: list[dict]) -> bool:
+    """Keep spill rows (a heartbeat, decisions) that neither the spill nor its fallback took:
+    one line, the size of the rows themselves, which the drain applies as the spill would
+    have. Returns whether the line was written."""
+    line = json.dumps({"fail": trace_id, "rows": rows}, default=str, ensure_ascii=False,
+                      separators=(",", ":")) + "\n"
+    try:
+        write_line(path_of(state_dir), line.encode("utf-8"))
+        return True
+    except OSError:
+        return False
 
 
 def _alive(pid) -> bool:
@@ -104,7 +119,7 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
             data += b"\n" + more
         except OSError:
             continue
-    starts, ends, keep = [], set(), []
+    starts, ends, keep, fails = [], set(), [], []
     for line in data.splitlines():
         try:
             rec = json.loads(line)
@@ -114,13 +129,21 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
             continue
         if "end" in rec:
             ends.add(rec["end"])
+        elif "fail" in rec and isinstance(rec.get("rows"), list):
+            fails.append(rec)
         elif isinstance(rec.get("started_ns"), int) and isinstance(rec.get("hook"), str):
             starts.append((rec, line))
     killed = 0
     from memory_core.outbox.rollups import bump
+    from memory_core.outbox.spill import _apply_spilled
 
     try:
         with write(conn):
+            for rec in fails:  # a failure recorded here: applied as its spill rows, never a kill
+                for row in rec["rows"]:
+                    if isinstance(row, dict):
+                        _apply_spilled(conn, row)
+                ends.add(rec["fail"])
             for rec, line in starts:
                 if rec.get("trace_id") in ends:
                     continue
@@ -140,7 +163,9 @@ def drain(conn, state_dir: str, killed_after_s: float = 900.0, now_ns: int | Non
                 bump(conn, "memhealth_hook_invocations_total", {"hook": rec["hook"], "outcome": "killed"})
                 killed += 1
     except Exception:
-        keep = [line for _rec, line in starts] + [json.dumps({"end": t}).encode() for t in ends]
+        keep = [line for _rec, line in starts] + [json.dumps({"end": t}).encode() for t in ends
+                                                   if t not in {f["fail"] for f in fails}]
+        keep += [json.dumps(f, default=str).encode() for f in fails]
         _put_back(path, claimed, keep)
         raise
     _put_back(path, claimed, keep)

@@ -95,9 +95,16 @@ def fallback_path(path: str, environ=None) -> str:
 
 
 def write_line(path: str, data: bytes) -> int:
-    """Append `data` with one write (O_APPEND, O_NOFOLLOW, 0600); return the file's size after."""
-    fd = os.open(path, APPEND_FLAGS, 0o600)
+    """Append `data` with one write (O_APPEND, O_NOFOLLOW, 0600); return the file's size after.
+
+    A write cut short (a file-size limit, a full disk) leaves a fragment without its newline;
+    the next line written after one starts with a newline of its own, so it lands whole
+    instead of glued onto the fragment (both would be unreadable, the next row lost)."""
+    fd = os.open(path, (APPEND_FLAGS & ~os.O_WRONLY) | os.O_RDWR, 0o600)  # read: the last byte
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
         written = os.write(fd, data)
         if written != len(data):  # a short write is a full disk that did not say ENOSPC
             raise OSError(errno.ENOSPC, "short write")
@@ -128,15 +135,23 @@ def append(path: str, record: dict) -> Where:
 
 
 def pending_files(path: str) -> list[str]:
-    """The spill, its fallback and claimed files left by a drainer that died, that exist."""
+    """The spill, its fallback and claimed files left by a drainer that died, that exist. A
+    symbolic link standing where one should be holds no rows (nothing is written or read
+    through it): it is not pending, so it cannot stop the reaping that follows a drain; the
+    gate names it on its own (`planted_links`)."""
     import glob
 
     out = []
     for base in (path, fallback_path(path)):
-        if os.path.lexists(base):
+        if os.path.lexists(base) and not os.path.islink(base):
             out.append(base)
         out.extend(glob.glob(glob.escape(base) + ".*.draining"))
     return out
+
+
+def planted_links(path: str) -> list[str]:
+    """The spill or its fallback where a symbolic link stands instead of the file."""
+    return [p for p in (path, fallback_path(path)) if os.path.islink(p)]
 
 
 def _pid_of_claim(claimed: str) -> int | None:

@@ -116,6 +116,69 @@ def record_boundary(conn, session_id: str | None, transcript: str, now_ns: int |
         return cur.lastrowid
 
 
+def defer_boundary(state_dir: str, session_id: str | None, transcript: str) -> bool:
+    """Keep a session boundary the store could not take (a held lock) in BOUNDARIES_NAME
+    beside it, for the next worker; True when the line was written."""
+    from memory_core.outbox.spill import write_line
+    from memory_core.store.layout import BOUNDARIES_NAME
+
+    line = json.dumps({"session_id": session_id, "transcript": os.path.abspath(transcript),
+                       "ts_ns": time.time_ns()}) + "\n"
+    try:
+        write_line(os.path.join(state_dir, BOUNDARIES_NAME), line.encode("utf-8"))
+        return True
+    except OSError:
+        return False
+
+
+def boundaries_waiting(state_dir: str) -> bool:
+    from memory_core.store.layout import BOUNDARIES_NAME
+
+    path = os.path.join(state_dir, BOUNDARIES_NAME)
+    return os.path.exists(path) and not os.path.islink(path)
+
+
+def absorb_boundaries(conn, state_dir: str) -> int:
+    """Queue the boundaries a SessionEnd deferred (claimed by rename, so two workers never
+    queue one twice; put back when the store refuses them). Returns how many were queued."""
+    from memory_core.outbox.spill import write_line
+    from memory_core.store.layout import BOUNDARIES_NAME
+
+    path = os.path.join(state_dir, BOUNDARIES_NAME)
+    if not boundaries_waiting(state_dir):
+        return 0
+    claimed = f"{path}.{os.getpid()}.absorbing"
+    try:
+        os.replace(path, claimed)
+        fd = os.open(claimed, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return 0
+    queued = 0
+    try:
+        for line in data.splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("transcript"), str):
+                sid = rec.get("session_id") if isinstance(rec.get("session_id"), str) else None
+                queued += record_boundary(conn, sid, rec["transcript"], rec.get("ts_ns")) is not None
+    except Exception:
+        try:
+            write_line(path, data if data.endswith(b"\n") else data + b"\n")
+        except OSError:
+            pass
+        raise
+    finally:
+        try:
+            os.unlink(claimed)
+        except OSError:
+            pass
+    return queued
+
+
 def _work_pending(conn) -> int:
     return conn.execute("SELECT count(*) FROM capture_work WHERE status = 'pending'").fetchone()[0]
 

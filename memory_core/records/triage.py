@@ -161,9 +161,17 @@ def _reindex(conn, root: str, cfg) -> None:
 
 
 def _decided(conn, item: dict, decision: str, state: str | None = None, **columns) -> None:
+    """Record a decision (inside a write transaction) only if the candidate is still in the
+    state it was read in: `triage confirm N & triage reject N` both read "pending", and the
+    second to commit must fail, not overwrite the first (a rejected candidate with a
+    confirmed record file is memory nobody chose)."""
     sets = {"decided_ns": time.time_ns(), **({"state": state} if state else {}), **columns}
-    conn.execute(f"UPDATE capture_candidates SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
-                 (*sets.values(), item["id"]))
+    cur = conn.execute(f"UPDATE capture_candidates SET {', '.join(f'{k} = ?' for k in sets)} "
+                       "WHERE id = ? AND state = ?", (*sets.values(), item["id"], item["state"]))
+    if cur.rowcount != 1:
+        row = conn.execute("SELECT state FROM capture_candidates WHERE id = ?", (item["id"],)).fetchone()
+        raise TriageError(f"candidate #{item['id']} was {item['state']} and is now {row[0] if row else 'gone'}: "
+                          "another triage decided it meanwhile; nothing changed (see `memhealth triage`)")
     bump(conn, "memhealth_triage_decisions_total", {"kind": item["kind"], "decision": decision})
     refresh_depth(conn)
 

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover
 
     DRIVER = "sqlite3"
 
-from memory_core.errors import StoreError
+from memory_core.errors import StoreError, StoreLink, StoreNotFile, StoreShmDeleted
 from memory_core.store.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
@@ -33,9 +33,18 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
             migrate: bool = True):
     """Open (and create/migrate) the store at `path`; raise a StoreError subclass on failure."""
     path = os.fspath(path)
+    refuse_links(path)
     if not create and not os.path.exists(path):
-        raise StoreError(f"no database at {path}")
+        err = StoreError(f"no database at {path}")
+        err.reason = "db_missing"
+        err.fix = ("`memhealth init` creates the store (put a backup of .memhealth/memory.db back first if "
+                   "you have one); `memhealth ingest` refills it from your files")
+        raise err
     new = not os.path.exists(path)
+    if not new and os.path.exists(path + "-wal") and not os.path.exists(path + "-shm"):
+        # a WAL without its index: a crash left it (SQLite rebuilds the index), or the -shm
+        # was deleted under a live connection; only the second is a holder's open file
+        shm_deleted(path)
     old_umask = os.umask(0o077) if new else None  # state is readable by its owner only
     try:
         conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
@@ -60,10 +69,63 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
     return conn
 
 
-def wal_holders(path: str) -> list[tuple[int, int]]:
-    """(pid, fd) of processes holding `<path>-wal` open after it was deleted (Linux /proc;
-    only processes this user may inspect). Called on a failure path only: it scans /proc."""
-    target = os.path.abspath(path) + "-wal (deleted)"
+STORE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def refuse_links(path: str) -> None:
+    """Raise StoreLink when the database or one of its side files is a symbolic link, and
+    StoreNotFile when the database is not a regular file. SQLite follows a link to the
+    database (a hook would write into whatever store it names) and opens -wal and -shm by
+    name; a state file is never a link, so nothing is followed, even inside the project."""
+    import stat
+
+    name = os.path.basename(path)
+    where = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))), name)
+    for suffix in STORE_SUFFIXES:
+        try:
+            st = os.lstat(path + suffix)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(path + suffix)
+            except OSError:
+                target = "?"
+            dangling = "" if os.path.exists(path + suffix) else ", which does not exist"
+            err = StoreLink(f"{name}{suffix} is a symbolic link to {target}{dangling}: the store never "
+                            "follows a link (it would read and write another file, another project's "
+                            "store among them)")
+            err.fix = (f"remove the link (its target is not touched): `rm {where}{suffix}`"
+                       + ("; then `memhealth init` creates this project's own store" if not suffix else ""))
+            raise err
+        if not suffix and not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            err = StoreNotFile(f"{name} is {kind}, not a database file")
+            err.fix = (f"move it aside: `mv {where} {where}.aside`; then `memhealth init` creates the "
+                       "store and `memhealth ingest` refills it from your files")
+            raise err
+
+
+def shm_deleted(path: str) -> None:
+    """Raise StoreShmDeleted when a process holds `<path>-shm` open after it was deleted."""
+    holders = wal_holders(path, "-shm")
+    if not holders:
+        return
+    pid = holders[0][0]
+    err = StoreShmDeleted(f"{os.path.basename(path)}-shm was deleted while process {pid} had the database "
+                          "open: a new connection would keep a second WAL index beside that process's, "
+                          "and rows written through one are lost when the other checkpoints; nothing "
+                          "opens the store until it exits")
+    err.fix = (f"stop process {pid} (`kill {pid}`; for `memhealth serve`, stop it and start it again): "
+               "its rows are checkpointed as it exits, and the next hook drains what was spilled meanwhile")
+    raise err
+
+
+def wal_holders(path: str, suffix: str = "-wal") -> list[tuple[int, int]]:
+    """(pid, fd) of processes holding `<path><suffix>` open after it was deleted (Linux
+    /proc; only processes this user may inspect). Called only when a file is already
+    missing (a failure path, or a WAL without its index): it scans /proc."""
+    target = os.path.abspath(path) + f"{suffix} (deleted)"
     found = []
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]

@@ -12,6 +12,7 @@ CONFIG_NAME = "config.toml"
 SPILL_NAME = "spill.ndjson"  # rows a process could not write to the store wait here
 JOURNAL_NAME = "journal.ndjson"  # one "started" line per hook, appended before anything can block
 HOOK_SECRET_NAME = "hook-secret"  # HTTP hook requests carry it (memory_core.store.secret)
+BOUNDARIES_NAME = "boundaries.ndjson"  # session boundaries a SessionEnd could not store (locked)
 STORE_ID_NAME = "store-id"  # the identity of the store this directory had (a reset is noticed)
 MEMORY_DIR = "memory"        # .memhealth/memory/: memory files the project keeps
 RECORDS_DIR = "records"      # .memhealth/memory/records/: confirmed anti-recurrence records

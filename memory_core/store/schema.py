@@ -558,6 +558,15 @@ CREATE TRIGGER code_defs_api_ad AFTER DELETE ON code_defs WHEN old.component = 0
     DELETE FROM code_api_fts WHERE rowid = old.id;
 END;
 """),
+    # -- fault-run fixes: a cue delivery counts once its text was written ---------------------
+    (11, "cue deliveries confirmed once their output was written", """
+-- a delivery row is a claim (pid of the hook that made it, confirmed 0) until that hook has
+-- written its context to Claude Code; a claim whose process is gone was never delivered, so
+-- the next touch delivers again. Rows from before this migration count as delivered.
+ALTER TABLE cue_deliveries ADD COLUMN pid INTEGER;
+ALTER TABLE cue_deliveries ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1;
+"""),
+    # -- end fault-run fixes -------------------------------------------------------------------
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -29,8 +29,13 @@ COMPOSE_SERVE_URL = "http://memhealth:9464/alerts"
 # checks, because a Watchdog ping every few minutes would mark a shared check up again.
 WATCHDOG_URL = "https://hc-ping.com/YOUR-PING-KEY/memhealth-watchdog"
 SERVE_DOWN_URL = "https://hc-ping.com/YOUR-PING-KEY/memhealth-serve-down/fail"
-# The team topology's central alert budget: a `memhealth serve` of its own in compose/team/
-BUDGET_URL = "http://alert-budget:9464/alerts"
+# The team topology's central alert budget: a `memhealth serve` of its own in compose/team/,
+# on TLS with a bearer token; Alertmanager reads both from the git-ignored secrets/ beside its
+# config (relative paths resolve against the config file's directory)
+BUDGET_URL = "https://alert-budget:9464/alerts"
+BUDGET_HTTP_CONFIG = {"authorization": {"type": "Bearer", "credentials_file": "secrets/alert-budget.token"},
+                      "tls_config": {"ca_file": "secrets/ca.pem"},
+                      "follow_redirects": False}
 # Example teams (`memhealth generate --team NAME`, repeated, names yours): the `team` external
 # label each developer's Prometheus agent sends, one page and one ticket route each
 TEAMS = ("team-a", "team-b")
@@ -137,7 +142,11 @@ def team_alertmanager_config(teams: tuple[str, ...] = TEAMS, url: str = BUDGET_U
     `team` label is missing or misspelt) still pages, on the shared `page` route."""
     check_teams(teams)
     config = alertmanager_config(url, watchdog_url)
-    hook = {"url": url, "send_resolved": True, "max_alerts": 0}
+    for receiver in config["receivers"]:
+        for webhook in receiver.get("webhook_configs", []):
+            if webhook["url"] == url:
+                webhook["http_config"] = BUDGET_HTTP_CONFIG
+    hook = {"url": url, "send_resolved": True, "max_alerts": 0, "http_config": BUDGET_HTTP_CONFIG}
     routes = config["route"]["routes"]
     generic = {r["receiver"]: r for r in routes}
     # the target-down alert: on a single machine serve cannot receive its own death, so it goes

@@ -39,6 +39,7 @@ from telemetry.slo import (
 GATE_CHECK_ALERT = "MemhealthGateCheckRed"
 TARGET_DOWN_ALERT = "MemhealthTargetDown"
 BUDGET_DOWN_ALERT = "MemhealthAlertBudgetDown"
+DUPLICATE_MACHINE_ALERT = "MemhealthMachineLabelDuplicated"
 BUDGET_JOB = "memhealth-alert-budget"  # compose/team/prometheus-central.yml's scrape of it
 WATCHDOG_ALERT = "MemhealthWatchdog"
 
@@ -264,6 +265,18 @@ def central_alerts() -> list[Alert]:
               "of its own). While it is down, deliveries to it fail and every team's pages are "
               "lost, so this alert is routed to the receiver outside it (the serve-down check).",
               for_="2m"),
+        # two instance ids (each user's state-dir UUID) under one (team, machine): two agents
+        # set the same MEMHEALTH_MACHINE, and their series merge as one machine's
+        Alert(DUPLICATE_MACHINE_ALERT,
+              f'count by (team, machine) (count by (team, machine, instance_id) '
+              f'(memhealth_build_info{{job="{SCRAPE_JOB}"}})) > 1',
+              "warning", "topology",
+              "two machines report the same machine label: their series merge",
+              "More than one memhealth instance id is reported under one team and machine label: "
+              "two agents were started with the same MEMHEALTH_MACHINE, so rules and dashboards add "
+              "two developers' projects into one machine's, and one machine's alerts can be muted "
+              "or resolved by the other's series.",
+              for_="5m"),
     ]
 
 

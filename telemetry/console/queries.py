@@ -44,9 +44,9 @@ def last_runs(conn, since_ns: int) -> list[tuple]:
     out = []
     for hook in sorted(counts):
         ok = conn.execute("SELECT ended_ns FROM heartbeats WHERE hook = ? AND outcome = 'ok' "
-                          "ORDER BY started_ns DESC LIMIT 1", (hook,)).fetchone()
+                          "ORDER BY id DESC LIMIT 1", (hook,)).fetchone()
         bad = conn.execute("SELECT started_ns, outcome, reason FROM heartbeats WHERE hook = ? AND started_ns >= ? "
-                           "AND outcome IN ('error', 'killed') ORDER BY started_ns DESC LIMIT 1",
+                           "AND outcome IN ('error', 'killed') ORDER BY id DESC LIMIT 1",
                            (hook, since_ns)).fetchone()
         out.append((hook, ok[0] if ok else None, counts[hook], bad))
     return out

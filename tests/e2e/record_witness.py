@@ -139,17 +139,77 @@ def heldout_session_start_broken(world):
     return [world.session.run("read the api")]
 
 
-SCENARIOS = {"boom": scenario_boom, "removed": scenario_removed, "mixed": scenario_mixed,
+# -- the HTTP transport (`memhealth init --transport http`, a real `memhealth serve`) ------------
+
+def scenario_http_killed(world):
+    """serve answers the prompt and the first Read, then dies (SIGKILL) before the second:
+    Claude Code records each refused event as a hook_non_blocking_error and goes on."""
+    from tests.hook_serve import HookServe
+
+    hs = HookServe.start(world.root)
+    world.cleanup.append(hs.kill)
+    api = os.path.join(world.root, "src", "api.py")
+
+    def kill_then_read(_body):
+        hs.kill()
+        return [tool_use("Read", {"file_path": api})]
+
+    world.model.extend([[text("Reading."), tool_use("Read", {"file_path": api})], kill_then_read,
+                        [text("Done.")]])
+    return [world.session.run("read the api twice")]
+
+
+def _http_serve(world):
+    from tests.hook_serve import HookServe
+
+    hs = HookServe.start(world.root)
+    world.cleanup.append(hs.kill)
+    return hs
+
+
+def heldout_http_never_up(world):
+    _http_serve(world).kill()  # wired to its port, then gone: nothing listens there
+    world.model.extend(_reads(world.root, 2, [[tool_use("Bash", {"command": "echo ok", "description": "check"})]]))
+    return [world.session.run("read the api twice and run a check")]
+
+
+def heldout_http_healthy(world):
+    _http_serve(world)
+    api = os.path.join(world.root, "src", "api.py")
+    world.model.extend([
+        [text("Reading."), tool_use("Read", {"file_path": api})],
+        [tool_use("Edit", {"file_path": api, "old_string": "HTTP handlers", "new_string": "The HTTP handlers"})],
+        [tool_use("Bash", {"command": "echo ok", "description": "check"})],
+        [tool_use("Grep", {"pattern": "def", "path": world.root})],
+        [text("Done.")]])
+    return [world.session.run("read the api, fix its docstring, check, grep")]
+
+
+def heldout_http_wrong_secret(world):
+    hs = _http_serve(world)
+    path = os.path.join(world.root, ".claude", "settings.local.json")
+    with open(path, encoding="utf-8") as fh:
+        text_ = fh.read()
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text_.replace(hs.secret, "f" * 64))  # a stale secret: serve answers 401
+    world.model.extend(_reads(world.root, 1))
+    return [world.session.run("read the api")]
+
+
+SCENARIOS = {"boom": scenario_boom, "http-killed": scenario_http_killed, "removed": scenario_removed, "mixed": scenario_mixed,
              "healthy": scenario_healthy, "denied": scenario_denied,
              "heldout-parallel": heldout_parallel, "heldout-interpreter-gone": heldout_interpreter_gone,
              "heldout-prompt-removed": heldout_prompt_removed, "heldout-compact-broken": heldout_compact_broken,
              "heldout-matcher-narrow": heldout_matcher_narrow,
-             "heldout-session-start-broken": heldout_session_start_broken}
+             "heldout-session-start-broken": heldout_session_start_broken,
+             "heldout-http-never-up": heldout_http_never_up, "heldout-http-healthy": heldout_http_healthy,
+             "heldout-http-wrong-secret": heldout_http_wrong_secret}
 
 
 class World:
     def __init__(self, root, session, model):
         self.root, self.session, self.model = root, session, model
+        self.cleanup: list = []  # run after the session (a serve the scenario started)
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -169,7 +229,12 @@ def record(name: str, binary: str, base: str) -> None:
     runs = []
     try:
         session = Session(binary, project.root, home=home, model=model)
-        runs = SCENARIOS[name](World(project.root, session, model))
+        world = World(project.root, session, model)
+        try:
+            runs = SCENARIOS[name](world)
+        finally:
+            for done in world.cleanup:
+                done()
         sid = runs[0].session_id
         lines = []
         with open(session.transcript(sid), encoding="utf-8") as fh:

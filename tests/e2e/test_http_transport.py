@@ -130,3 +130,23 @@ def test_the_next_session_start_names_the_dead_transport(world):
     # the third session's prompt was refused too: no prompt row for it, a refused event in its transcript
     assert rows(world.project.root, "SELECT count(*) FROM heartbeats WHERE hook = 'prompt' AND session_id = ?",
                 (world.third.session_id,)) == [(0,)]
+
+
+def test_the_next_gate_names_the_dead_transport_and_the_events_the_witness_saw_refused(world):
+    root = world.project.root
+    gate = run_cli("gate", "--json", "--project", root, timeout=120)
+    checks = {c["name"]: c for c in json.loads(gate.stdout)["checks"]}
+    assert gate.returncode == 1, gate.stderr
+    assert checks["hook_transport"]["status"] == "red", checks["hook_transport"]
+    # the wiring is memhealth's own: the settings send the turn's hooks to serve's endpoint
+    assert checks["hook_wiring"]["status"] == "green", checks["hook_wiring"]
+    assert "over HTTP to 127.0.0.1:" in checks["hook_wiring"]["detail"]
+    witness = checks["hook_witness"]
+    assert witness["status"] == "red", witness
+    # the second session's refused Read (pre and post) and the third session's prompt
+    for event in ("PreToolUse", "PostToolUse", "UserPromptSubmit"):
+        assert f"{event} hook failed" in witness["detail"], (event, witness["detail"])
+    assert "over the HTTP transport" in witness["detail"] and "ECONNREFUSED" in witness["detail"], witness
+    assert "exit 0" not in witness["detail"], witness  # no process ran: no exit code is claimed
+    assert f"`memhealth serve --detach --project {root} --listen 127.0.0.1:{world.serve.port}`" in witness["fix"]
+    assert "`memhealth init --transport command`" in witness["fix"], witness["fix"]

@@ -90,6 +90,22 @@ def gate(project, env: dict | None = None) -> dict:
     return out
 
 
+def follow_fix(fix: str, cwd) -> None:
+    """Run the commands a FIX names in backticks, in order, as an operator would: shell
+    commands through the shell, `memhealth ...` through the real CLI (which must succeed)."""
+    import re
+    import shlex
+
+    commands = re.findall(r"`([^`]+)`", fix)
+    assert commands, f"the fix names no command: {fix}"
+    for command in commands:
+        if command.startswith("memhealth "):
+            out = run_cli(*shlex.split(command)[1:], cwd=str(cwd))
+            assert out.returncode == 0, out.stdout + out.stderr
+        else:
+            subprocess.run(command, shell=True, cwd=str(cwd), check=True)
+
+
 def check(verdict: dict, name: str) -> dict:
     return next(c for c in verdict["checks"] if c["name"] == name)
 

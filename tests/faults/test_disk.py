@@ -84,6 +84,8 @@ def test_disk_full_everywhere_says_not_recorded(project, tmp_path):
 
     with open(fallback_path(os.path.join(str(project), ".memhealth", "spill.ndjson"), env), "w") as fh:
         fh.write("x" * (LIMIT + 1) + "\n")
+    with open(os.path.join(str(project), ".memhealth", "journal.ndjson"), "w") as fh:
+        fh.write("x" * (LIMIT + 1) + "\n")  # and the journal: no file takes even the failure
     run = _hook_with_file_limit(project, env, prompt="thanks")
     assert run.returncode == 0 and len(run.stderr.splitlines()) == 1
     assert b"NOT recorded" in run.stderr and b"recorded in" not in run.stderr
@@ -157,3 +159,61 @@ def run_cli_ok(*args) -> bool:
     from tests.conftest import run_cli
 
     return run_cli(*args).returncode == 0
+
+
+def _hook_limited(root, env, limit: int, event="prompt", **fields):
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(memhealth_cmd() + ["hook", event], cwd=str(root), capture_output=True,
+                          input=json.dumps(payload(event, root, **fields)).encode(), env=env,
+                          preexec_fn=set_limit, timeout=TIMEOUTS[event])
+
+
+def test_both_spill_targets_full_is_a_recorded_failure_not_a_kill(project, tmp_path):
+    """The spill and its fallback refuse the row, the journal's small line still fits: the
+    failure (and the prompt's decision) is kept there, never reaped as a kill."""
+    state = str(tmp_path / "state")
+    env = clean_env(XDG_STATE_HOME=state)
+    _prefill_spill(project)
+    os.makedirs(os.path.join(state, "memhealth", "spill"))
+    from memory_core.outbox.spill import fallback_path
+
+    with open(fallback_path(os.path.join(str(project), ".memhealth", "spill.ndjson"), env), "w") as fh:
+        fh.write("x" * (LIMIT + 1) + "\n")
+    run = _hook_with_file_limit(project, env, prompt="thanks")
+    assert run.returncode == 0 and len(run.stderr.splitlines()) == 1
+    assert b"NOT recorded" not in run.stderr and b"journal.ndjson" in run.stderr, run.stderr
+    os.unlink(fallback_path(os.path.join(str(project), ".memhealth", "spill.ndjson"), env))  # space is back
+    verdict = gate(project, env=env)
+    hb = check(verdict, "hook_heartbeats")
+    prompts = heartbeats(project, "prompt")
+    assert [h for h in prompts if h[1] == "killed"] == [], prompts
+    assert prompts[-1][:2] == ("prompt", "error") and len(prompts) == 41
+    assert "disk full" in hb["detail"] and "df -h .memhealth" in hb["fix"] and "fuser" not in hb["fix"], hb
+    assert rows(project, "SELECT outcome FROM decisions") == [("error",)]
+
+
+def test_a_partial_spill_write_never_glues_the_next_row_onto_it(project, tmp_path):
+    """A write cut short (the file-size limit) leaves a fragment; the next hook's row still
+    lands whole, so nothing is dropped and no false kill appears."""
+    from tests.faults.helpers import lock_held
+
+    state = str(tmp_path / "state")
+    env = clean_env(XDG_STATE_HOME=state, MEMHEALTH_HOOKS_BUSY_TIMEOUT_S="0.2")
+    spill_file = os.path.join(str(project), ".memhealth", "spill.ndjson")
+    with lock_held(project):
+        first = subprocess.run(memhealth_cmd() + ["hook", "prompt"], cwd=str(project), capture_output=True,
+                               env=env, input=json.dumps(payload("prompt", project, prompt="one")).encode(),
+                               timeout=TIMEOUTS["prompt"])
+        assert first.returncode == 0 and os.path.getsize(spill_file) > 0
+        second = _hook_limited(project, env, os.path.getsize(spill_file) + 100, prompt="two")
+        assert second.returncode == 0 and b"recorded in" in second.stderr, second.stderr
+        third = subprocess.run(memhealth_cmd() + ["hook", "prompt"], cwd=str(project), capture_output=True,
+                               env=env, input=json.dumps(payload("prompt", project, prompt="three")).encode(),
+                               timeout=TIMEOUTS["prompt"])
+        assert third.returncode == 0
+    gate(project, env=env)
+    prompts = heartbeats(project, "prompt")
+    assert [h[:3] for h in prompts] == [("prompt", "error", "db_locked")] * 3, prompts
+    assert rows(project, "SELECT count(*) FROM decisions WHERE outcome = 'error'") == [(3,)]

@@ -48,6 +48,30 @@ class TruncatingProxy:
         self.server.server_close()
 
 
+class StatusServer(TruncatingProxy):
+    """Answers every request at once with one HTTP status and body: a web server that is not
+    Ollama (404 on every path), or an Ollama whose runner fails (500)."""
+
+    def __init__(self, status: int, body: bytes):
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain" if status == 404 else "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+
 def _refused_url() -> str:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -63,12 +87,21 @@ def _refused_url() -> str:
     ("model_missing", "model_missing", "red", "ollama pull"),
     ("busy", "ok", "note", "OLLAMA_MAX_QUEUE"),
     ("hung", "wedged", "red", "restart Ollama"),
+    # only a probe that waited out the full warm-up may say wedged
+    ("404 everywhere", "not_ollama", "red", "something else listens"),
+    ("500 at once", "server_error", "red", "server log"),
 ])
 def test_each_embedding_fault_has_its_state_within_the_hook_budget(project, fault, state, status, fix_words):
     if fault == "refused":
         server, url = None, _refused_url()
     elif fault == "truncated":
         server = TruncatingProxy()
+        url = server.url
+    elif fault == "404 everywhere":
+        server = StatusServer(404, b"404 page not found")
+        url = server.url
+    elif fault == "500 at once":
+        server = StatusServer(500, b'{"error":"llama runner process has terminated: signal: killed"}')
         url = server.url
     else:
         server = OllamaStandin(fault, dim=8, hang_s=20)

@@ -85,3 +85,54 @@ def test_hostile_clients_leave_serve_bounded(project):
     assert after_series - base_series <= 12, (base_series, after_series)
     assert max(during_rss, after_rss) - base_rss < 64 * 1024, (base_rss, during_rss, after_rss)
     assert (project / ".memhealth" / "alerts.ndjson").stat().st_size < 2 * MB
+
+
+def test_scrapes_get_through_a_slowloris_crowd(project):
+    """70 connections each trickling a header byte every second hold every slot; a scrape
+    still gets through (a connection whose headers are overdue gives its slot up), and a
+    burst of 50 scrapes beside the crowd is answered, not refused."""
+    import threading
+
+    from telemetry.serve import MAX_CONNECTIONS
+
+    app = ServeProcess(project, "--no-probes", "--no-export")
+    port = int(app.url.rsplit(":", 1)[1].strip("/"))
+    stop = threading.Event()
+    crowd = []
+    try:
+        for _ in range(MAX_CONNECTIONS + 6):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"G")
+            crowd.append(s)
+
+        def trickle():
+            while not stop.wait(1.0):
+                for s in crowd:
+                    try:
+                        s.sendall(b"E")
+                    except OSError:
+                        pass
+
+        threading.Thread(target=trickle, daemon=True).start()
+        time.sleep(2.5)  # the crowd's headers are overdue now
+        answered = [app.get("/metrics", timeout=10)[0] for _ in range(8)]
+        assert answered == [200] * 8, answered
+        results = []
+
+        def scrape():
+            try:
+                results.append(app.get("/healthz", timeout=15)[0])
+            except OSError as exc:
+                results.append(type(exc).__name__)
+
+        burst = [threading.Thread(target=scrape) for _ in range(50)]
+        for t in burst:
+            t.start()
+        for t in burst:
+            t.join(30)
+        assert results.count(200) == 50, results
+    finally:
+        stop.set()
+        for s in crowd:
+            s.close()
+        app.kill()

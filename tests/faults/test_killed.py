@@ -141,7 +141,27 @@ def test_a_journal_past_its_size_is_drained_by_a_hook(project):
     journal.write_text("\n".join(lines) + "\n")
     assert journal.stat().st_size > 256 * 1024
     assert run_hook("stop", payload("stop", project), cwd=str(project)).returncode == 0
-    assert journal.stat().st_size < 1024  # only the draining hook's own line is kept
+    # the draining hook's own line is settled by its end line: nothing is left
+    assert not journal.exists()
     from tests.conftest import rows
 
     assert rows(project, "SELECT count(*) FROM heartbeats WHERE outcome = 'killed'") == [(3000,)]
+
+
+def test_a_symlink_planted_as_the_spill_never_blocks_reaping(project):
+    import os
+
+    from tests.faults.helpers import follow_fix
+
+    os.symlink("/nonexistent", project / ".memhealth" / "spill.ndjson")
+    proc = start_hook("stop", b'{"session_id": "s1", "cwd": ', str(project), close_stdin=False)
+    wait_for(lambda: journal_has(project, "stop"), what="the journal's started line")
+    _kill(proc)
+    verdict = gate(project)
+    assert [h[:3] for h in heartbeats(project)] == [("stop", "killed", "killed")]
+    hb = check(verdict, "hook_heartbeats")
+    assert verdict["exit"] == 1 and hb["status"] == "red"
+    assert "stop: last run" in hb["detail"] and "spill.ndjson is a symbolic link" in hb["detail"], hb
+    follow_fix(hb["fix"].split(" | ")[-1], project)  # the link's fix, as printed
+    assert not os.path.lexists(project / ".memhealth" / "spill.ndjson")
+    assert "symbolic link" not in check(gate(project), "hook_heartbeats")["detail"]

@@ -42,3 +42,43 @@ def test_a_deleted_wal_is_named_and_its_fix_loses_nothing(project):
     assert prompts[5] == ("prompt", "error", "wal_deleted")
     assert len(rows(project, "SELECT id FROM decisions")) == 6
     assert "wal_deleted" in check(verdict, "hook_heartbeats")["detail"]
+
+
+def test_a_deleted_shm_under_a_holder_is_named_and_loses_nothing(project):
+    """A process holding the database keeps the deleted -shm; a new connection would build a
+    second wal-index beside it, and whichever closes last checkpoints from its own view: the
+    rows of the other vanish. So no connection opens while that holder lives: the hooks spill,
+    the gate names the holder, and once it exits every row lands."""
+    import sys
+
+    code = ("import sys\nfrom memory_core.store.db import sqlite3\n"
+            f"c = sqlite3.connect({db_path(project)!r}, isolation_level=None)\n"
+            "c.execute('SELECT count(*) FROM heartbeats').fetchone()\nprint('open', flush=True)\nsys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    try:
+        assert holder.stdout.readline().strip() == b"open"
+        for i in range(3):
+            assert run_hook("prompt", payload("prompt", project, prompt=f"before {i}"), cwd=str(project)).returncode == 0
+        os.unlink(db_path(project) + "-shm")
+        for i in range(5):
+            run = run_hook("prompt", payload("prompt", project, prompt=f"after {i}"), cwd=str(project))
+            assert run.returncode == 0 and run.seconds < TIMEOUTS["prompt"]
+            assert b"-shm was deleted" in run.stderr and b"recorded in" in run.stderr, run.stderr
+        verdict = gate(project)
+        assert verdict["exit"] == 1
+        red = verdict["checks"][0]
+        assert f"process {holder.pid}" in red["detail"] and "-shm was deleted" in red["detail"], red
+        assert f"kill {holder.pid}" in red["fix"]
+        holder.stdin.close()  # stand-in for following the fix: the holder exits
+        holder.wait(10)
+        assert not os.path.lexists(f"/proc/{holder.pid}")
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+    verdict = gate(project)
+    prompts = [h[:2] for h in heartbeats(project, "prompt")]
+    assert len(prompts) == 8 and prompts[:3] == [("prompt", "ok")] * 3, prompts
+    assert len(rows(project, "SELECT id FROM decisions")) == 8
+    assert "shm_deleted" in check(verdict, "hook_heartbeats")["detail"]
