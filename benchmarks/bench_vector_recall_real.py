@@ -18,8 +18,8 @@ files skipped) -- cut by memhealth's own markdown chunker (memory_core/ingest/ch
 at CHUNK_CHARS, deduplicated, shuffled with a fixed seed; the first N are the N-chunk store
 (so 10k is a sample of the same text as 100k). Every chunk is embedded from
 `vectors.embed_text(title, content)`, what ingest embeds, cut at its first EMBED_TOKENS (16)
-tokens: at the model's full 256 tokens the numpy model embeds ~5 chunks/s on a loaded 2-core
-box (100k chunks: 5-6 hours), at 16 tokens 45-72/s per process. The first PROXY_SAMPLE chunks
+tokens: at the model's full 256 tokens the numpy model embeds 5-13 chunks/s on a shared 2-core
+box (100k chunks: 2-6 hours), at 16 tokens 45-72/s per process. The first PROXY_SAMPLE chunks
 are also embedded at full length, and the figures say how far the short vectors are from
 them (the sign statistics the bit index depends on). The corpus depends on the machine's
 stdlib and packages; its sha256 is printed with the figures and keys the cache.
