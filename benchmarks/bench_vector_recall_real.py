@@ -6,7 +6,7 @@ synthetic clustered vectors; sentence-model vectors share a large mean direction
 sign bit per dimension around zero handles less well, so the two need not agree.
 
     python benchmarks/run.py vector_recall_real
-    python benchmarks/bench_vector_recall_real.py [--sizes 10000,100000]
+    python benchmarks/bench_vector_recall_real.py [--sizes 10000,100000] [--tokens 256]
     python benchmarks/bench_vector_recall_real.py --embed-only --worker 0/2 &   # fill the
     python benchmarks/bench_vector_recall_real.py --embed-only --worker 1/2     # cache on 2 cores
 
@@ -447,6 +447,9 @@ def bench(quick: bool = False, sizes=None, log=None) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
+    global EMBED_TOKENS
+    if "--tokens" in argv:  # e.g. 256: full-length vectors (hours at 100k; minutes at 10k)
+        EMBED_TOKENS = int(argv[argv.index("--tokens") + 1])
     sizes = None
     if "--sizes" in argv:
         sizes = tuple(int(s) for s in argv[argv.index("--sizes") + 1].split(","))
@@ -457,7 +460,8 @@ def main(argv: list[str]) -> int:
         if "--worker" in argv:
             i, n = argv[argv.index("--worker") + 1].split("/")
             worker = (int(i), int(n))
-        embedded(chunks, log=lambda m: print(m, flush=True), worker=worker)
+        embedded(chunks, log=lambda m: print(m, flush=True), worker=worker,
+                 needed=max(sizes) if sizes else None)
         return 0
     for r in bench(sizes=sizes):
         shown = f"{r['value']:.3f}" if isinstance(r["value"], float) else r["value"]
