@@ -88,8 +88,9 @@ def hook_times(url: str, tmp: str, repeat: int) -> list[dict]:
     out = [row("floor: python -c 'import sqlite3, json'", b["median"] * 1000, "ms",
                note=f"p99 {pct(base, 99) * 1000:.1f} ms")]
     for n, (name, prompt, env) in enumerate(cases):
-        stdin = json.dumps({"session_id": f"bench-{n}-{{}}", "cwd": root, "hook_event_name": "UserPromptSubmit",
-                            "transcript_path": os.path.join(root, "t.jsonl"), "prompt": prompt}).encode()
+        def stdin(i, n=n, prompt=prompt):  # a session of its own per run: the caps never fire
+            return json.dumps({"session_id": f"bench-{n}-{i}", "cwd": root, "hook_event_name": "UserPromptSubmit",
+                               "transcript_path": os.path.join(root, "t.jsonl"), "prompt": prompt}).encode()
         samples = time_cmd(cmd, stdin=stdin, cwd=root, repeat=repeat, env=clean_env(**env))
         s = summary(samples)
         out.append(row(f"{name}: p50", s["median"] / b["median"], "x floor",

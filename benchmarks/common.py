@@ -14,9 +14,11 @@ PYTHON = sys.executable
 FLOOR_CMD = [PYTHON, "-c", "import sqlite3, json"]
 
 
-def time_cmd(cmd, stdin: bytes = b"", env=None, cwd=None, repeat: int = 15, warmup: int = 2,
+def time_cmd(cmd, stdin=b"", env=None, cwd=None, repeat: int = 15, warmup: int = 2,
              limit_s: float = 120.0) -> list[float]:
-    """Wall seconds of `repeat` runs of a command (after `warmup` unmeasured runs).
+    """Wall seconds of `repeat` runs of a command (after `warmup` unmeasured runs). `stdin` is
+    bytes, or a function of the run's index returning them (a hook payload per run: a fresh
+    session id each time, so a per-session cap never shapes what is timed).
 
     The wait is a blocking waitpid with a watchdog thread as the time bound: subprocess's own
     `timeout=` polls with a doubling sleep (0.5 ms ... 32 ms), which rounds a 20 ms process up
@@ -31,8 +33,9 @@ def time_cmd(cmd, stdin: bytes = b"", env=None, cwd=None, repeat: int = 15, warm
         watchdog = threading.Timer(limit_s, proc.kill)
         watchdog.start()
         try:
-            if stdin:
-                proc.stdin.write(stdin)
+            data = stdin(i) if callable(stdin) else stdin
+            if data:
+                proc.stdin.write(data)
             proc.stdin.close()
         except BrokenPipeError:
             pass
