@@ -113,3 +113,22 @@ def test_the_emptiness_check_reads_one_row_not_the_whole_store(tmp_path):
                      "content_hash, created_ns) VALUES ('docs', 'a.md', 1, 2, 'heading', 't', 'x', 'h', 0)")
     assert "memory is empty" not in session_render(conn)
     conn.close()
+
+
+def test_a_pinned_decision_is_delivered_once_not_again_under_decisions(project):
+    """The cue block delivers a pinned memory file whole; the render's Decisions section
+    must not list the same file a second time in Claude's context."""
+    from tests.conftest import run_cli
+
+    memory = project / ".memhealth" / "memory"
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "writer-queue.md").write_text(
+        "---\nname: single writer queue\ntype: decision\npinned: true\n---\n"
+        "All event appends go through the single writer queue in src/writer.py.\n")
+    (memory / "snapshots.md").write_text(
+        "---\nname: snapshot every 10,000 events\ntype: decision\n---\n"
+        "Snapshots are taken every 10,000 events per stream.\n")
+    assert run_cli("ingest", "memory", "--project", str(project)).returncode == 0
+    text = _session_start_context(project, "pinned-once")
+    assert text.count("memory/writer-queue.md") == 1, text  # the pinned block, once
+    assert "snapshot every 10,000 events (.memhealth/memory/snapshots.md" in text  # an unpinned one still is

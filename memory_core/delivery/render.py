@@ -29,7 +29,9 @@ SECTIONS = (  # (heading, SQL selecting (path, line_start, line_end, title, cont
     ("Decisions",
      "SELECT path, line_start, line_end, title, content, created_ns, attrs FROM chunks "
      "WHERE (source = 'memory' AND kind = 'decision' AND line_start = "
-     "(SELECT min(line_start) FROM chunks c2 WHERE c2.source = 'memory' AND c2.path = chunks.path)) "
+     "(SELECT min(line_start) FROM chunks c2 WHERE c2.source = 'memory' AND c2.path = chunks.path) "
+     # a pinned decision is delivered whole by the cue block just above: not a second time
+     "AND NOT EXISTS (SELECT 1 FROM memory_items i WHERE i.path = chunks.path AND i.pinned = 1)) "
      "OR source = 'ledger' ORDER BY id DESC LIMIT ?", 5),
     ("Standing feedback",
      "SELECT path, line_start, line_end, title, content, created_ns, attrs FROM chunks "
