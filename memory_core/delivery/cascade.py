@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 
-from memory_core.delivery import blocks, caps, claims, entries, exists, lineage, relevance
+from memory_core.delivery import caps, entries, exists, relevance
 from memory_core.delivery.caps import MAX_ITEMS
 from memory_core.delivery.entries import Entry
 from memory_core.delivery.prompt import Prompt, read
@@ -87,6 +87,10 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
     if not passed:
         _nothing_passed(legs, passing, detail)
         return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
+
+    # what delivers is imported once something passed: most intent prompts end above, silent,
+    # and the prompt hook does not pay for the modules that check and render blocks
+    from memory_core.delivery import claims, lineage
 
     offered = _offer(conn, corpus, legs, threads)
     offered = _meaning_gate(conn, cfg, p, corpus, offered, detail, trace, query_vector)
@@ -304,6 +308,8 @@ def _meaning_gate(conn, cfg, p: Prompt, corpus: Corpus, offered: list, detail: d
 def _deliver(chosen: list, p: Prompt, icfg: dict, detail: dict, retrieval_ms: float) -> InjectResult:
     """Render the chosen blocks; under ablation (`mode = "off"`) record what would have been
     injected instead."""
+    from memory_core.delivery import blocks
+
     text = blocks.render(chosen, p.intent, icfg["max_chars"])
     detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"],
                         **({"code_id": a["code_id"]} if b == "code" else {}),

@@ -14,7 +14,6 @@ for identifier-shaped words.
 from __future__ import annotations
 
 import re
-from collections import namedtuple
 
 from memory_core.delivery.intent import BUILD, DECISION, INVESTIGATION
 from memory_core.index import fts
@@ -135,19 +134,37 @@ class Said:
         self.stems = {s for clause in self.clauses for s, _p, _i in clause}
 
 
-class Prompt(namedtuple("Prompt", "text intent toks topic stems said")):
+class Frozen:
+    """A record whose fields (its subclass's `__slots__`) are set once, positionally, at
+    construction: a frozen dataclass without `dataclasses`, which imports inspect and ast,
+    milliseconds the prompt hook would pay on every intent prompt (a named tuple's class
+    costs ~0.2 ms to build)."""
+
+    __slots__ = ()
+
+    def __init__(self, *values):
+        for name, value in zip(self.__slots__, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is frozen: {name} cannot be set")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} is frozen: {name} cannot be deleted")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
+
+
+class Prompt(Frozen):
     """The prompt as every step of the cascade reads it, computed once (`read`); frozen.
 
     `text` and `intent` as given; `toks` the retrieval words (four letters or more, at most
     MAX_PROMPT_TOKENS); `topic` the words an entry's name is matched on (three letters or
     more, CamelCase split, intent verbs dropped, one per stem) and `stems` their stems (a
-    frozenset); `said` the identifiers and clauses (`Said`).
+    frozenset); `said` the identifiers and clauses (`Said`)."""
 
-    A named tuple, not a dataclass: `dataclasses` imports inspect and ast, several
-    milliseconds the prompt hook would pay on every intent prompt (collections is loaded
-    already)."""
-
-    __slots__ = ()
+    __slots__ = ("text", "intent", "toks", "topic", "stems", "said")
 
 
 def read(text: str, intent: str) -> Prompt:

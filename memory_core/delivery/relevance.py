@@ -15,8 +15,6 @@ applies (as in the paper's reference harness).
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from memory_core.delivery.entries import (
     COLUMNS,
     DNR_KINDS,
@@ -29,7 +27,7 @@ from memory_core.delivery.entries import (
     words,
 )
 from memory_core.delivery.naming import name_cover, new_instance, spelled
-from memory_core.delivery.prompt import Prompt, stem
+from memory_core.delivery.prompt import Frozen, Prompt, stem
 from memory_core.index import docfreq, fts
 
 MIN_IDF_CORPUS = 50
@@ -51,15 +49,15 @@ MAX_EVIDENCE = 2
 RARE_DF = 2
 
 
-class Corpus(namedtuple("Corpus", "curated n_all n_docs over small icfg overall idf present top_idf")):
-    """How rare the prompt's words are, measured once per prompt (`measure`); frozen (a named
-    tuple, as memory_core.delivery.prompt.Prompt). The curated sources; the chunks in the
+class Corpus(Frozen):
+    """How rare the prompt's words are, measured once per prompt (`measure`); frozen. The
+    curated sources; the chunks in the
     store (`n_all`) and those IDF is counted over (`n_docs`, `over`: "curated" or "all");
     whether that is a small corpus (overlap only); the gates in effect (`icfg`, after
     `rarity_floor`); every word's frequency over all chunks (`overall`); each word's IDF; the
     retrieval words the store holds (`present`) and the rarest one's IDF (`top_idf`)."""
 
-    __slots__ = ()
+    __slots__ = ("curated", "n_all", "n_docs", "over", "small", "icfg", "overall", "idf", "present", "top_idf")
 
 
 def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
