@@ -67,3 +67,26 @@ def test_the_replay_finds_everything_when_every_vector_is_a_candidate(store):
     assert replay(corpus, queries, N, center=False, first_id=first_id) == 1.0
     assert replay(corpus, queries, N, center=True, first_id=first_id) == 1.0
     assert replay(corpus, queries, 64, center=False, first_id=first_id) < 1.0
+
+
+def test_the_benchmark_queries_split_into_a_tuned_and_a_held_out_part_that_share_no_prompt():
+    from bench_vector_recall_real import queries
+
+    got = queries()
+    parts = {part for _text, part in got}
+    tuned = [t for t, part in got if part == "tuned"]
+    held = [t for t, part in got if part == "held-out"]
+    assert parts == {"tuned", "held-out"} and len(tuned) + len(held) == len(got)
+    assert len({t for t, _ in got}) == len(got) and not set(tuned) & set(held)
+    assert len(tuned) >= 80 and len(held) >= 200
+    # the split is the fixtures' own: every httpx prompt and tuned cue is tuned, every other
+    # prompt held out unless an httpx one says the same
+    import json
+
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+    rows = []
+    for rel in ("realcorpus/prompts.jsonl", "realcorpus/prompts-meaning.jsonl", "semantic-cues/pairs.jsonl"):
+        with open(os.path.join(fixtures, rel), encoding="utf-8") as fh:
+            rows += [json.loads(line) for line in fh if line.strip()]
+    first = {r["prompt"] for r in rows if r.get("project") == "httpx" or r.get("split") == "tuned"}
+    assert set(tuned) == first and set(held) == {r["prompt"] for r in rows} - first
