@@ -90,3 +90,29 @@ def test_the_benchmark_queries_split_into_a_tuned_and_a_held_out_part_that_share
             rows += [json.loads(line) for line in fh if line.strip()]
     first = {r["prompt"] for r in rows if r.get("project") == "httpx" or r.get("split") == "tuned"}
     assert set(tuned) == first and set(held) == {r["prompt"] for r in rows} - first
+
+
+def _swept(tuned: dict[int, float], p50: dict[int, float], exact_p50: float = 100.0) -> dict:
+    from bench_vector_recall_real import FLOORS
+
+    return {"exact_p50": exact_p50, **{f: {"tuned": tuned[f], "held-out": 0.0, "p50": p50[f]} for f in FLOORS}}
+
+
+def test_the_candidate_floor_is_chosen_on_the_tuned_queries_by_the_written_rule():
+    from bench_vector_recall_real import choose_floor
+
+    cheap = {256: 5.0, 512: 6.0, 1024: 8.0, 2048: 12.0, 4096: 30.0}
+    small = _swept({256: 0.90, 512: 0.96, 1024: 0.98, 2048: 0.99, 4096: 1.0}, cheap)
+    large = _swept({256: 0.86, 512: 0.91, 1024: 0.95, 2048: 0.97, 4096: 0.99}, cheap)
+    # the smallest floor that reaches the target at every size, not the best one
+    assert choose_floor({10_000: small, 100_000: large})[0] == 1024
+    # the held-out recall has no say
+    for f in large:
+        if isinstance(f, int):
+            large[f]["held-out"] = 1.0
+    assert choose_floor({10_000: small, 100_000: large})[0] == 1024
+    # a floor over the cost cap at the largest size is not taken, whatever its recall
+    slow = _swept({256: 0.86, 512: 0.90, 1024: 0.93, 2048: 0.97, 4096: 0.99},
+                  {256: 5.0, 512: 6.0, 1024: 8.0, 2048: 26.0, 4096: 30.0})
+    floor, why = choose_floor({10_000: small, 100_000: slow})
+    assert floor == 1024 and "best tuned recall" in why
