@@ -10,7 +10,9 @@ later held-out set over requests and starlette, written before the rules ran on 
 for with `sets=(3,)`; 4 (tests/fixtures/realcorpus/prompts-meaning.jsonl) holds near misses
 and re-proposals in other words, for the agreement-in-meaning gate; 5
 (tests/fixtures/realcorpus/prompts-heldout5.jsonl) is a second such set over all three
-projects, frozen before the gate was next tuned, asked for with `sets=(5,)`. Labels
+projects, frozen before the gate was next tuned, asked for with `sets=(5,)`; 6
+(tests/fixtures/realcorpus/prompts-heldout6.jsonl) a third, frozen before the second tuning
+round, asked for with `sets=(6,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -43,8 +45,10 @@ HELD_OUT = ("requests", "starlette")
 SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-meaning.jsonl holds set 4: near misses (label new, kind near_miss) and re-proposals
 # in other words, frozen before the agreement-in-meaning gate ran on them; prompts-heldout5.jsonl
-# holds set 5, the same kinds, frozen before the gate's next tuning
-PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl")
+# holds set 5, the same kinds, frozen before the gate's next tuning; prompts-heldout6.jsonl
+# holds set 6, the same kinds again, frozen before the second tuning round
+PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
+                "prompts-heldout6.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 

@@ -1,6 +1,7 @@
-"""Set 5 of the real-corpus prompts (tests/fixtures/realcorpus/prompts-heldout5.jsonl): its
-shape only. It was written from the inventories and frozen before the meaning gate was next
-tuned, so nothing here runs the cascade on it; the measurements that do are in
+"""Sets 5 and 6 of the real-corpus prompts (tests/fixtures/realcorpus/prompts-heldout5.jsonl,
+prompts-heldout6.jsonl): their shape only. Each was written from the inventories and frozen
+before a tuning round of the meaning gate (set 5 before the first, set 6 before the second),
+so nothing here runs the cascade on them; the measurements that do are in
 benchmarks/bench_meaning.py and docs/internals/evaluation.md."""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+
+import pytest
 
 from tests import dnr_eval
 
@@ -31,41 +34,57 @@ def _entry_names(project: str) -> set[str]:
     return names
 
 
-def test_set_5_is_read_by_prompts_for_and_only_when_asked():
-    five = dnr_eval.prompts_for(sets=(5,))
-    assert len(five) >= 80 and {p["set"] for p in five} == {5}
-    assert not [p for p in dnr_eval.prompts_for(sets=(1, 2, 3, 4)) if p["set"] == 5]
-    everything = dnr_eval.prompts_for(sets=(1, 2, 3, 4, 5))
+HELD_OUT_SETS = (5, 6)
+ALL_SETS = (1, 2, 3, 4, 5, 6)
+
+
+@pytest.mark.parametrize("n", HELD_OUT_SETS)
+def test_a_held_out_set_is_read_by_prompts_for_and_only_when_asked(n):
+    mine = dnr_eval.prompts_for(sets=(n,))
+    assert len(mine) >= 80 and {p["set"] for p in mine} == {n}
+    others = tuple(s for s in ALL_SETS if s != n)
+    assert not [p for p in dnr_eval.prompts_for(sets=others) if p["set"] == n]
+    everything = dnr_eval.prompts_for(sets=ALL_SETS)
     assert len({p["id"] for p in everything}) == len(everything)
-    # no set-5 prompt repeats one of the earlier sets' (they were read in detail)
-    earlier = {p["prompt"].lower() for p in everything if p["set"] != 5}
-    assert not [p["id"] for p in five if p["prompt"].lower() in earlier]
-    assert len({p["prompt"].lower() for p in five}) == len(five)
+    # no prompt of the set repeats one of the earlier sets' (they were read in detail)
+    earlier = {p["prompt"].lower() for p in everything if p["set"] < n}
+    assert not [p["id"] for p in mine if p["prompt"].lower() in earlier]
+    assert len({p["prompt"].lower() for p in mine}) == len(mine)
 
 
-def test_set_5_covers_every_project_with_near_misses_re_proposals_and_turns():
-    five = dnr_eval.prompts_for(sets=(5,))
-    kinds = Counter(p.get("kind", p["label"]) for p in five)
+def test_set_6_ids_are_its_own():
+    six = dnr_eval.prompts_for(sets=(6,))
+    assert all(re.fullmatch(r"s6-(ht|re|st)-\d\d", p["id"]) for p in six)
+    short = {"httpx": "ht", "requests": "re", "starlette": "st"}
+    assert all(p["id"].split("-")[1] == short[p["project"]] for p in six)
+
+
+@pytest.mark.parametrize("n", HELD_OUT_SETS)
+def test_a_held_out_set_covers_every_project_with_near_misses_re_proposals_and_turns(n):
+    mine = dnr_eval.prompts_for(sets=(n,))
+    kinds = Counter(p.get("kind", p["label"]) for p in mine)
     assert kinds["near_miss"] >= 40 and kinds["reproposal"] >= 30
     assert kinds["chitchat"] + kinds["system_turn"] >= 8
     for name in dnr_eval.PROJECTS:
-        mine = [p for p in five if p["project"] == name]
-        assert {"new", "reproposal", "chitchat", "system_turn"} == {p["label"] for p in mine}, name
-        assert sum(p.get("kind") == "near_miss" for p in mine) >= 12, name
-        assert sum(p["label"] == "reproposal" for p in mine) >= 10, name
-    for p in five:
+        theirs = [p for p in mine if p["project"] == name]
+        assert {"new", "reproposal", "chitchat", "system_turn"} == {p["label"] for p in theirs}, name
+        assert sum(p.get("kind") == "near_miss" for p in theirs) >= 12, name
+        assert sum(p["label"] == "reproposal" for p in theirs) >= 10, name
+    for p in mine:
         assert p["label"] in ("reproposal", *dnr_eval.SILENT_LABELS), p
         assert (p["label"] == "new") == (p.get("kind") == "near_miss"), p
+        assert ("expect" in p) == (p["label"] == "reproposal"), p
 
 
-def test_every_set_5_expectation_is_an_inventory_entry():
+@pytest.mark.parametrize("n", HELD_OUT_SETS)
+def test_every_expectation_of_a_held_out_set_is_an_inventory_entry(n):
     for name in dnr_eval.PROJECTS:
         names = _entry_names(name)
         assert len(names) >= 10, (name, names)
         # the existing sets' expectations pass the same reading, so the reader is not the test
-        for sets in ((1, 2, 3, 4), (5,)):
+        for sets in ((1, 2, 3, 4), (n,)):
             expected = {p["expect"] for p in dnr_eval.prompts_for(name, sets=sets) if p["label"] == "reproposal"}
             assert expected and expected <= names, (name, sets, expected - names)
-        # every entry is re-proposed at least once in set 5
-        five = {p["expect"] for p in dnr_eval.prompts_for(name, sets=(5,)) if p["label"] == "reproposal"}
-        assert five == names, (name, names - five)
+        # every entry is re-proposed at least once in the set
+        mine = {p["expect"] for p in dnr_eval.prompts_for(name, sets=(n,)) if p["label"] == "reproposal"}
+        assert mine == names, (name, names - mine)
