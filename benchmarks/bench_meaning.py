@@ -80,7 +80,7 @@ def hook_times(url: str, tmp: str, repeat: int) -> list[dict]:
     cmd = memhealth_cmd() + ["hook", "prompt"]
     cases = [
         ("prompt hook, non-intent", "thanks, that looks right", {}),
-        ("prompt hook, near miss (lexical DNR, meaning gate asked)",
+        ("prompt hook, near miss (lexical DNR, held by the target check)",
          "add a static files bucket on S3 with CloudFront for the marketing site's images", {}),
         ("prompt hook, re-proposal (lexical DNR, meaning gate asked)",
          "implement background tasks that run after the response has been sent", {}),
