@@ -8,7 +8,8 @@ time with the real model, as ratios to the interpreter floor.
 
 Parts: tuned = httpx (sets 1, 2 and 4: the thresholds were chosen here); held-out = requests
 and starlette (sets 1-3, and set 4: near misses and re-proposals in other words, frozen
-before the gate ran on them). "false DNR" is the share of silence-deserving prompts that got
+before the gate ran on them); sets 5-9 over all three projects, each frozen before the
+tuning round that first measured it (docs/internals/evaluation.md). "false DNR" is the share of silence-deserving prompts that got
 a DO-NOT-REBUILD; recall is over re-proposals (the block must name the expected entry).
 Needs the model (`make real-model`); without it this module reports that and nothing else.
 """
@@ -28,17 +29,21 @@ from common import floor, memhealth_cmd, pct, row, summary, time_cmd  # noqa: E4
 from tests import dnr_eval  # noqa: E402
 
 MODES = {
+    "BM25-only, no target check": {"meaning": "off", "foreign_target": "off"},
     "BM25-only": {"meaning": "off"},
-    "with the model (gate)": {},
-    "with the model (gate + rescue)": {"meaning_rescue": "on"},
+    "with the model": {},
+    "with the model + rescue": {"meaning_rescue": "on"},
 }
 # in-process evaluation on a loaded box: the hook's own bounds are measured below, not here
 PATIENT = {"embedding": {"timeout_s": 60.0}, "hooks": {"timeout_s": 600}}
+# (projects, sets): each held-out set was frozen before the round that first measured it;
+# docs/internals/evaluation.md says which round each set was then tuned in
 PARTS = {
     "tuned (httpx, sets 1,2,4)": (dnr_eval.TUNING, (1, 2, 4)),
-    "held-out (requests, starlette, sets 1-4)": (dnr_eval.HELD_OUT, (1, 2, 3, 4)),
-    "held-out set 4 only": (dnr_eval.HELD_OUT, (4,)),
+    "held-out sets 1-4 (requests, starlette)": (dnr_eval.HELD_OUT, (1, 2, 3, 4)),
+    **{f"set {n} (all three)": (dnr_eval.PROJECTS, (n,)) for n in (5, 6, 7, 8, 9)},
 }
+SETS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 
 def evaluation(server_url: str, tmp: str) -> dict:
@@ -46,7 +51,7 @@ def evaluation(server_url: str, tmp: str) -> dict:
     results = {}
     for name in dnr_eval.PROJECTS:
         root = dnr_eval.build_project(name, tmp, embedding_url=server_url)
-        prompts = dnr_eval.prompts_for(name, sets=(1, 2, 3, 4))
+        prompts = dnr_eval.prompts_for(name, sets=SETS)
         for n, (mode, overrides) in enumerate(MODES.items()):
             results[(name, mode)] = dnr_eval.evaluate(root, prompts, {**overrides, "meaning_timeout_s": 10.0},
                                                       PATIENT, session=f"mode{n}")
@@ -75,7 +80,7 @@ def hook_times(url: str, tmp: str, repeat: int) -> list[dict]:
     cmd = memhealth_cmd() + ["hook", "prompt"]
     cases = [
         ("prompt hook, non-intent", "thanks, that looks right", {}),
-        ("prompt hook, near miss (lexical DNR, meaning gate asked)",
+        ("prompt hook, near miss (lexical DNR, held by the target check)",
          "add a static files bucket on S3 with CloudFront for the marketing site's images", {}),
         ("prompt hook, re-proposal (lexical DNR, meaning gate asked)",
          "implement background tasks that run after the response has been sent", {}),
@@ -113,7 +118,7 @@ def bench(quick: bool = False) -> list[dict]:
         table = evaluation(server.url, tmp)
         for (part, mode), s in table.items():
             out.append(row(f"{part}, {mode}: false DNR", s["false_dnr_rate"], "share",
-                           "0 tuned, <=1% held-out" if mode != "BM25-only" else "",
+                           "0 tuned, <=1% held-out" if mode.startswith("with") else "",
                            note=f"{s['false_dnr_prompts']} of {s['silent']} silent prompts; "
                                 f"{s['false_dnr_blocks']} false blocks of {s['dnr_blocks']}"))
             out.append(row(f"{part}, {mode}: recall", s["recall"], "share", ">= BM25-only",

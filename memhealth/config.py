@@ -56,6 +56,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "capture_content": ("bool", False, None, "record prompt text in decision rows and spans (opt-in)"),
         "sources": ("list", ["memory", "docs", "ledger"], None,
                     "sources whose chunks may be injected (transcripts and git stay searchable, not injected)"),
+        "foreign_target": ("str", "on", ("on", "off"),
+                           "hold a DO-NOT-REBUILD when the prompt's target is another system: a phrase like "
+                           "'to the S3 backup script' whose head is a kind of system and whose words this "
+                           "project's text never uses"),
         # -- agreement in meaning (memory_core/delivery/meaning.py) ---------------------------
         "meaning": ("str", "on", ("on", "off"),
                     "with [embedding].url set: a DO-NOT-REBUILD, DEAD-END or lineage block is delivered only "

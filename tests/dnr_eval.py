@@ -8,8 +8,17 @@ real-corpus fixture, run the prompt cascade over its labeled prompts, score the 
 Sets: 1 and 2 are the 152 prompts the rules are held to (`prompts_for` default); 3 is a
 later held-out set over requests and starlette, written before the rules ran on it, asked
 for with `sets=(3,)`; 4 (tests/fixtures/realcorpus/prompts-meaning.jsonl) holds near misses
-and re-proposals in other words, for the agreement-in-meaning gate. Labels (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD
-naming `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
+and re-proposals in other words, for the agreement-in-meaning gate; 5
+(tests/fixtures/realcorpus/prompts-heldout5.jsonl) is a second such set over all three
+projects, frozen before the gate was next tuned, asked for with `sets=(5,)`; 6
+(tests/fixtures/realcorpus/prompts-heldout6.jsonl) a third, frozen before the second tuning
+round, asked for with `sets=(6,)`; 7 (tests/fixtures/realcorpus/prompts-heldout7.jsonl) a
+fourth, frozen before the third tuning round, asked for with `sets=(7,)`; 8
+(tests/fixtures/realcorpus/prompts-heldout8.jsonl) a fifth, frozen before the fourth tuning
+round, asked for with `sets=(8,)`; 9 (tests/fixtures/realcorpus/prompts-heldout9.jsonl) a
+sixth, frozen before the fifth tuning round, asked for with `sets=(9,)`. Labels
+(tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
+`expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
 whatever the prompt's label. Used by tests/test_inject_realcorpus.py and
 benchmarks/bench_dnr.py.
@@ -39,8 +48,15 @@ TUNING = ("httpx",)          # thresholds were chosen looking at this project on
 HELD_OUT = ("requests", "starlette")
 SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-meaning.jsonl holds set 4: near misses (label new, kind near_miss) and re-proposals
-# in other words, frozen before the agreement-in-meaning gate ran on them
-PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl")
+# in other words, frozen before the agreement-in-meaning gate ran on them; prompts-heldout5.jsonl
+# holds set 5, the same kinds, frozen before the gate's next tuning; prompts-heldout6.jsonl
+# holds set 6, the same kinds again, frozen before the second tuning round; prompts-heldout7.jsonl
+# holds set 7, the same kinds once more, frozen before the third tuning round;
+# prompts-heldout8.jsonl holds set 8, the same kinds, frozen before the fourth tuning round;
+# prompts-heldout9.jsonl holds set 9, the same kinds, frozen before the fifth tuning round
+PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
+                "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
+                "prompts-heldout9.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 

@@ -17,6 +17,9 @@ from tests.ollama_standin import OllamaStandin, closed_url
 from tests.support.model_server import configure_project
 
 NEAR_MISS = "add a static files bucket on S3 with CloudFront for the marketing site's images"
+# the near miss names its target ("the marketing site's images"): the target check holds it
+# before the meaning gate is asked (tests/test_inject_target.py); these tests are the gate's
+GATE_ALONE = {"MEMHEALTH_INJECTION_FOREIGN_TARGET": "off"}
 REPROPOSAL = "implement background tasks that run after the response has been sent"
 # said in other words than the entry's: no rare word of "Session objects" in it
 PATIENT = {"embedding": {"timeout_s": 60.0}, "hooks": {"timeout_s": 600}}
@@ -51,10 +54,10 @@ def _prompt(root, text, session, **env):
 def test_a_near_miss_stays_silent_and_a_reproposal_is_delivered_both_with_the_cosine_in_the_decision_row(stores):
     root = stores["starlette"]
     # the rare-word cascade alone reads the near miss as the static files entry
-    lexical = _prompt(root, NEAR_MISS, "lexical-near", MEMHEALTH_INJECTION_MEANING="off", **ROOMY)
+    lexical = _prompt(root, NEAR_MISS, "lexical-near", MEMHEALTH_INJECTION_MEANING="off", **ROOMY, **GATE_ALONE)
     assert 'DO-NOT-REBUILD? "static files"' in lexical.context()
 
-    silent = _prompt(root, NEAR_MISS, "meaning-near", **ROOMY)
+    silent = _prompt(root, NEAR_MISS, "meaning-near", **ROOMY, **GATE_ALONE)
     assert silent.stdout == b""
     outcome, detail = _decision(root, "meaning-near")
     assert outcome == "below_relevance" and "agrees in meaning" in detail["reason"]
@@ -100,7 +103,8 @@ def test_a_dead_server_keeps_the_lexical_decision_and_is_logged_once_per_process
     root = dnr_eval.build_project("starlette", str(tmp_path))
     configure_project(root, closed_url())
     got = dnr_eval.evaluate(root, [{"id": "a", "label": "reproposal", "prompt": REPROPOSAL},
-                                   {"id": "b", "label": "reproposal", "prompt": NEAR_MISS}], session="dead")
+                                   {"id": "b", "label": "reproposal", "prompt": NEAR_MISS}],
+                           {"foreign_target": "off"}, session="dead")
     assert [r["dnr"] for r in got] == [["background tasks"], ["static files"]]  # the lexical decision
     assert got[0]["detail"]["meaning"] == {"threshold": 0.355, "model": "all-minilm", "status": "degraded",
                                            "reason": "unreachable"}

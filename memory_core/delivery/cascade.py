@@ -26,6 +26,7 @@ from memory_core.delivery.caps import MAX_ITEMS
 from memory_core.delivery.entries import Entry
 from memory_core.delivery.prompt import Prompt, read
 from memory_core.delivery.relevance import Corpus
+from memory_core.index import docfreq
 from memory_core.outbox.spans import db_span
 
 DNR_INTENTS = frozenset({"build", "decision"})
@@ -93,6 +94,9 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
     from memory_core.delivery import claims, lineage
 
     offered = _offer(conn, corpus, legs, threads)
+    offered = _aimed_elsewhere(conn, p, corpus, offered, detail)
+    if not offered:
+        return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
     offered = _meaning_gate(conn, cfg, p, corpus, offered, detail, trace, query_vector)
     if not offered:
         return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
@@ -284,6 +288,34 @@ def _offer(conn, corpus: Corpus, legs: Legs, threads: list) -> list:
         offered.append((arith, code, "code", named_in))
     offered += [(a, r, "thread", []) for a, r in threads[:MAX_ITEMS * 2]]
     return offered
+
+
+TARGET_BLOCKS = frozenset({"dnr", "code"})
+
+
+def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dict) -> list:
+    """A DO-NOT-REBUILD (an entry's or a component's from the code) is held when the prompt is
+    work about what exists (a test, a docs page, a benchmark of it; a question about why it
+    was built) or its target is another system ("... to the S3 backup script"): read by
+    memory_core.delivery.target, in both modes, before any embedding is asked. What was read
+    (the phrase, its head, the words the project has never written) goes into the decision
+    row; none left is recorded as the reason."""
+    if corpus.icfg.get("foreign_target", "on") != "on" or not any(b in TARGET_BLOCKS for _a, _r, b, _e in offered):
+        return offered
+    from memory_core.delivery.target import about_work, foreign_target
+
+    about = about_work(p.text)
+    # "never written" is asked of the same sources rarity is measured over
+    by_source = corpus.curated if corpus.over == "curated" and corpus.n_docs < corpus.n_all else None
+    found = None if about else foreign_target(p.text, lambda words: docfreq.doc_freqs(conn, words, by_source))
+    if found is None and about is None:
+        return offered
+    kept = [o for o in offered if o[2] not in TARGET_BLOCKS]
+    detail["about" if about else "target"] = {**(about or found), "held": len(offered) - len(kept)}
+    if not kept:
+        detail["reason"] = ("the prompt is work about what exists, not building it" if about
+                            else "the prompt's target is another system")
+    return kept
 
 
 def _meaning_gate(conn, cfg, p: Prompt, corpus: Corpus, offered: list, detail: dict, trace,

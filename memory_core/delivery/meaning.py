@@ -131,9 +131,13 @@ def agree(conn, cfg, prompt: str, offered: list, trace, query: list[float] | Non
                 break  # never reached in practice; an unchecked block is not delivered
             key = _key(row, block)
             cos = round(cosine(query, have[key]), 4)
-            agrees = cos >= threshold
+            # an identifier the entry lists, written in the prompt (GZipMiddleware), is a name:
+            # it cannot mean another thing, however far the prompt's prose is from the entry's
+            by_name = bool(arith.get("written"))
+            agrees = cos >= threshold or by_name
             items.append({("code_id" if block == "code" else "chunk_id"): row.id if block == "code" else row[0],
                           "block": block, "cosine": cos, "agrees": agrees,
+                          **({"by": "identifier"} if by_name and cos < threshold else {}),
                           "vector": "embedded now" if key in fresh else "stored"})
             if agrees:
                 kept.append(({**arith, "cosine": cos}, row, block, evidence))

@@ -1,0 +1,255 @@
+"""Where the work goes: a build request that names another system as its target is not a
+re-proposal of this project's component, whatever words it shares with one.
+
+    target = foreign_target("add multipart uploads to the S3 backup script", seen)
+    target  # {"phrase": "the S3 backup script", "head": "script", "unseen": ["s3", "backup"]}
+
+A near miss shares an entry's words and means another thing: "add event hooks to the GitHub
+Actions workflow", "implement base64 content decoding for attachments in our email ingestion
+script", "raise the connection pool limits of the Postgres container". Each says *where* the
+work goes, in a prepositional phrase whose head is a kind of system (a script, an app, a
+workflow, a container, a site) — and words the project's own text never uses ("backup",
+"ingestion", "postgres"). A re-proposal says where too, and the place is the project's:
+"into the client", "for the connection pool", "to the proxy routing".
+
+The test is lexical and cheap (one document-frequency read of a handful of words, asked only
+once a DO-NOT-REBUILD is about to fire) and explains itself: the decision row carries the
+phrase, its head and the words the project has never written. A cosine cannot do this: a
+6-layer sentence model reads "WebSocket support for the iOS app" as close to the project's
+WebSocket support, because the feature is most of the sentence.
+
+What it does not read: a target named without a preposition ("configure Traefik proxy
+routing"), and a system head the list below does not know. Those stay the meaning gate's.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Prepositions that introduce where the work goes ("add X to Y", "X for Y", "X in Y", "the
+# limits of Y"). "from" and "with" name a source or an instrument, not the place.
+PREPOSITIONS = frozenset({"to", "for", "in", "into", "on", "onto", "inside", "within", "of"})
+DETERMINERS = frozenset({"the", "our", "my", "your", "their", "its", "this", "that", "these", "those",
+                         "a", "an", "some", "every", "each", "his", "her", "all"})
+# Head nouns that name a system of their own: a program, a deployment, a place where code
+# runs. Not "client", "server" alone as a peer, "library", "module", "api": the project itself
+# is often one of those.
+SYSTEMS = frozenset("""
+app application script service microservice site website webapp container workflow
+pipeline job playbook bot cluster repo repository network database backend frontend
+dashboard plugin extension lambda cronjob cron daemon deployment infrastructure infra
+stack chart notebook spreadsheet game device firmware portal intranet monorepo vm server
+project client library sdk handler page config configuration mod addon add-on box
+machine vpc
+""".split())
+# A context that is an exercise, not the product: the work is practice, whatever it builds
+# ("chapter 4 of the networking course", "homework: implement encoding detection in Rust").
+# Named at all, it is enough: "course" is a word every project writes ("of course").
+EXERCISES = frozenset("""
+course assignment homework exercise lecture kata interview workshop bootcamp
+""".split())
+# Heads a library's own text may lack and still have ("the response pipeline", "our
+# backend"): one of these counts as another system only by a modifier the project never
+# writes ("the Go pipeline"); any other head ("the playbook", "the microservice") by itself
+SHARED_HEADS = frozenset("""
+pipeline stack project server page config configuration handler client library job network
+backend frontend database service box machine extension plugin chart deployment
+""".split())
+# A file name written as the target ("to our deploy.sh") is a program of its own
+_FILE = re.compile(r"[\w./-]*[\w-]\.(?:sh|bash|zsh|py|js|mjs|ts|tsx|rb|go|rs|php|java|kt|c|cc|cpp|h|cs|swift|pl|lua|"
+                   r"ya?ml|toml|ini|conf|cfg|json|xml|tf|sql|ps1|bat)$")
+# Words that end a noun phrase: a clause goes on after them
+_ENDS = frozenset({"so", "that", "which", "who", "where", "when", "while", "because", "and", "or", "but",
+                   "with", "without", "from", "by", "at", "as", "if", "then", "than", "instead", "like",
+                   "using", "via", "is", "are", "was", "were", "be", "can", "could", "should", "would",
+                   "will", "must", "may", "might", "does", "do", "did", "has", "have", "had", "behind",
+                   "under", "over", "across", "between", "after", "before", "around", "through", "about",
+                   "against", "during", "per", "needs", "need", "gets", "opens", "fails", "breaks",
+                   "returns", "keeps", "makes", "uses", "runs", "works", "sends", "calls", "takes",
+                   "wants", "lacks", "doesn't", "isn't", "won't", "can't"}) | PREPOSITIONS
+MAX_PHRASE = 7            # words of a noun phrase read after the preposition and determiner
+_CLAUSES = re.compile(r"[,;:!?()\[\]{}\"`<>|]|\.(?=\s|$)|\s[-\u2013\u2014]\s")
+_WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9+./-]*(?:'s)?")
+_PARTS = re.compile(r"[^\W_]+")
+
+
+def _singular(word: str) -> str:
+    if len(word) > 3 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def phrases(prompt: str) -> list[tuple[str, list[str]]]:
+    """The noun phrases that say where the work goes or what it is about: each after a
+    preposition, and a clause's subject when it opens with a determiner ("the notebook does
+    streaming downloads", "their library gets digest auth wrong"). As (the phrase as written,
+    its words lowercased): "to the S3 backup script" gives ("the S3 backup script", ["s3",
+    "backup", "script"])."""
+    out = []
+    for clause in _CLAUSES.split(prompt):
+        words = _WORDS.findall(clause)
+        starts = [at for at, word in enumerate(words) if word.lower() in PREPOSITIONS]
+        if words and words[0].lower() in DETERMINERS - {"a", "an", "all", "some", "every", "each", "that"}:
+            starts.insert(0, -1)  # the subject: read from the determiner on
+        for at in starts:
+            k = at + 1
+            det = k < len(words) and words[k].lower() in DETERMINERS
+            if at >= 0 and words[at].lower() == "to" and not det:
+                continue  # "to stop clients caching": an infinitive, not a place
+            k += det
+            run = []
+            while k < len(words) and len(run) < MAX_PHRASE:
+                w = words[k]
+                low = w.lower()
+                if low in _ENDS or low in DETERMINERS:
+                    break
+                run.append(w)
+                k += 1
+            if run:
+                written = " ".join(([words[at + 1]] if det else []) + run)
+                out.append((written, [w.lower() for w in run]))
+    return out
+
+
+def _parts(words) -> list[str]:
+    return sorted({p for w in words for p in _PARTS.findall(w.removesuffix("'s")) if not p.isdigit()})
+
+
+def _readings(words: list[str]):
+    """What in one phrase may name another system, as (head, the words that must include one
+    the project never writes, every word shown): each system noun in it, with the words
+    before it as its modifiers ("the S3 backup script": script, by s3 and backup); a file name
+    ("our deploy.sh"); an owner ("aiohttp's TCPConnector")."""
+    for at, word in enumerate(words):
+        bare = word.removesuffix("'s")
+        if _singular(bare) in SYSTEMS:
+            modifiers = [w for w in words[:at] if w not in DETERMINERS]
+            if word.endswith("'s"):  # an owner: its words and those of what it owns
+                checked = _parts(modifiers + words[at + 1:])
+            elif _singular(bare) in SHARED_HEADS:
+                checked = _parts(modifiers) if modifiers else _parts([bare])
+            else:
+                checked = _parts(modifiers + [bare])
+            yield _singular(bare), checked, _parts(words)
+        elif _FILE.fullmatch(bare):
+            yield "file", _parts([bare]), _parts(words)
+        elif word.endswith("'s"):
+            yield "owner", _parts([bare]), _parts(words)
+
+
+def foreign_target(prompt: str, seen) -> dict | None:
+    """The first phrase that names another system (`_readings`) by a word the project's text
+    never uses, or an exercise. `seen(words)` returns {word: document frequency} over the
+    project's chunks. None when the prompt names no such target."""
+    lead = _WORDS.findall(prompt[:40])
+    if lead and _singular(lead[0].lower()) in EXERCISES and prompt.lstrip()[len(lead[0]):].startswith(":"):
+        return {"phrase": lead[0], "head": _singular(lead[0].lower()), "unseen": []}
+    found = []
+    for written, words in phrases(prompt):
+        practice = next((_singular(w) for w in words if _singular(w) in EXERCISES), None)
+        if practice is not None:
+            return {"phrase": written, "head": practice, "unseen": []}
+        found += [(written, head, checked, shown) for head, checked, shown in _readings(words)]
+    if not found:
+        return None
+    df = seen(sorted({p for _w, _h, checked, shown in found for p in checked + shown}))
+    for written, head, checked, shown in found:
+        if any(not df.get(p, 0) for p in checked):
+            return {"phrase": written, "head": head, "unseen": [p for p in shown if not df.get(p, 0)]}
+    return None
+
+
+# Work about a component is not building it again: a test of it, a page of its docs, a
+# benchmark, a warning in it ("add a regression test checking that redirect handling keeps
+# the header", "write a how-to page for the existing timeout configuration").
+ABOUT = frozenset("""
+test tests benchmark benchmarks page docs documentation tutorial guide example examples
+warning warnings changelog comparison measurement measurements review writeup write-up
+note notes faq recipe cookbook section chapter paragraph article post readme slide slides
+sentence sentences
+""".split())
+# An object qualified by one of these is a sample of a component, not the component ("an
+# example app that uses TestClient.websocket_connect")
+SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation"})
+ABOUT_VERBS = frozenset("""
+benchmark benchmarks measure measures profile document documents review compare deprecate
+test explain
+""".split())
+BUILD_VERBS = frozenset("""
+add build create implement design develop write introduce draft rewrite scaffold port
+integrate make generate serve wire emit raise log
+""".split())
+# A build verb in the past or in a question about using what exists asks about it, not for
+# it again: "why did we build the transport API around handle_request?", "should we have
+# built BaseHTTPMiddleware at all?", "how do I build a TestClient that runs the lifespan?",
+# "why did requests build SOCKS support on PySocks?"
+_ASKS_ABOUT = re.compile(
+    r"\b(?:did|didn't|have|haven't|had|has|hasn't)\s+(?:[\w.]+\s+)?"
+    r"(?:ever\s+|really\s+|even\s+)?(?:built|added|implemented|designed|written|wrote|created|made|build|add|"
+    r"implement|design|write|create|make)\b"
+    r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|one)\s+(?:build|add|implement|create|write|make|use)\b"
+    r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b",
+    re.I)
+# A prefix that files the request under docs or tests, as a commit subject does ("docs: add a
+# section to the lifespan page"), or a lead phrase naming such work before a colon
+_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo)(?:\([\w-]+\))?\s*:", re.I)
+_CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_OBJECT_ENDS = _ENDS | frozenset({"about", "how", "what", "why"})
+
+
+def _head(word: str) -> str:
+    return _singular(_CAMEL_SPLIT.split(word)[-1].lower())  # DeprecationWarning: warning
+
+
+def about_work(prompt: str) -> dict | None:
+    """The request is work about something that exists: asked about in the past or as a
+    how-to ("why did we build…", "how do I build…"), filed under docs or tests ("docs: …"),
+    with a docs artifact as its subject ("the docs page on Session objects still shows…"),
+    with a verb of measuring, documenting or testing ("benchmark how HTTP/2 support
+    compares"), with an object that is an artifact about a component ("a regression test", "a
+    how-to page", "an example app"), or calling the component existing. None otherwise."""
+    head = prompt[:400]
+    asks = _ASKS_ABOUT.search(head)
+    if asks:
+        return {"asks": asks.group(0)}
+    filed = _FILED.match(head)
+    if filed:
+        return {"filed": filed.group(0).strip()}
+    lead, colon, _rest = head.partition(":")
+    lead_words = _WORDS.findall(lead)
+    if colon and len(lead) <= 60 and lead_words and _head(lead_words[-1]) in ABOUT:
+        return {"filed": lead.strip()}
+    clauses = _CLAUSES.split(prompt[:2000])
+    for n, clause in enumerate(clauses[:4]):
+        words = _WORDS.findall(clause)
+        low = [w.lower() for w in words]
+        if n == 0 and "existing" in low[:24]:
+            at = low.index("existing")
+            return {"says": " ".join(words[max(0, at - 1):at + 3])}
+        if n == 0 and words and low[0] in DETERMINERS:
+            subject = []
+            for w in words[1:1 + MAX_PHRASE]:
+                if w.lower() in _OBJECT_ENDS:
+                    break
+                subject.append(w)
+            if subject and _head(subject[-1]) in ABOUT:
+                return {"subject": " ".join(words[:1 + len(subject)])}
+        for at, word in enumerate(low[:12]):
+            if word in ABOUT_VERBS and (at == 0 or low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}):
+                return {"verb": words[at]}
+            if word not in BUILD_VERBS:
+                continue
+            run = []  # the object, as written; its head is its last word's last part
+            for w in words[at + 1:at + 1 + MAX_PHRASE]:
+                last = _CAMEL_SPLIT.split(w)[-1].lower()
+                if w.lower() in _OBJECT_ENDS or (last.endswith("ing") and last not in ABOUT):
+                    break
+                if w.lower() not in DETERMINERS:
+                    run.append(w)
+            if run and (_head(run[-1]) in ABOUT or run[-1].lower() in ABOUT
+                        or any(w.lower() in SAMPLES for w in run[:-1])):
+                return {"object": " ".join(run)}
+            return None
+    return None

@@ -1,0 +1,157 @@
+"""Where the work goes: a build request naming another system as its target ("add multipart
+uploads to the S3 backup script") is not a re-proposal of the project's component that
+shares its words, with or without an embedding model; a re-proposal whose target is the
+project ("into the client") still is. And an identifier the entry lists, written in the
+prompt, agrees in meaning by name, however far the prompt's prose is from the entry's.
+
+The prompts here are written for these tests, not drawn from the evaluation sets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory_core.delivery.target import foreign_target, phrases
+from tests import dnr_eval
+from tests.conftest import clean_env, payload, rows, run_hook
+
+
+def _seen(vocab):
+    return lambda words: {w: (3 if w in vocab else 0) for w in words}
+
+
+@pytest.mark.parametrize("prompt, head, unseen", [
+    ("add retry support to the nightly billing script", "script", ["billing", "nightly"]),
+    ("build HTTP/2 support for our Kubernetes cluster's ingress", "cluster", ["ingress", "kubernetes"]),
+    ("add gzip compression in the Android app's image loader", "app", ["android", "loader"]),
+    ("set up proxy routing inside the staging database", "database", ["staging"]),
+])
+def test_a_target_that_is_another_system_is_named_with_the_words_the_project_never_wrote(prompt, head, unseen):
+    vocab = {"retry", "support", "http", "compression", "gzip", "image", "proxy", "routing", "database",
+             "script", "cluster", "app", "the"}
+    found = foreign_target(prompt, _seen(vocab))
+    assert found is not None and found["head"] == head and found["unseen"] == unseen, found
+
+
+@pytest.mark.parametrize("prompt", [
+    "build HTTP/2 support into the client",                        # the project's own part
+    "add a cap on connections for the connection pool",
+    "add retries for flaky upstream responses",                     # no system head
+    "write our own gzip decoder, the server sends gzip by default",  # no preposition before it
+    "add a per-host limit to the script",                           # a system head the project writes
+])
+def test_a_target_the_project_writes_or_no_system_at_all_names_nothing(prompt):
+    vocab = {"client", "http", "support", "connections", "connection", "pool", "cap", "retries",
+             "responses", "gzip", "decoder", "server", "limit", "host", "per", "script"}
+    assert foreign_target(prompt, _seen(vocab)) is None
+
+
+def test_phrases_stop_at_a_clause_and_keep_a_possessor():
+    assert phrases("raise the pool limits of the Postgres container in docker-compose, it runs out") == [
+        ("the Postgres container", ["postgres", "container"]), ("docker-compose", ["docker-compose"])]
+    assert phrases("implement login for the mobile app's sign-in screen") == [
+        ("the mobile app's sign-in screen", ["mobile", "app's", "sign-in", "screen"])]
+
+
+def test_a_hundred_thousand_character_prompt_is_read_in_linear_time():
+    import time
+
+    def cost(n):
+        text = ("to the " + "x" * n + " script ") * 3
+        t0 = time.perf_counter()
+        foreign_target(text, _seen(set()))
+        return time.perf_counter() - t0
+
+    small, large = cost(1_000), cost(100_000)
+    assert large < small * 400  # 100x the input: linear, not quadratic (10,000x)
+
+
+NEAR_MISS = "add multipart uploads to the nightly S3 backup script so old archives are kept"
+REPROPOSAL = "write streaming multipart file uploads into the client with a custom boundary"
+
+
+@pytest.fixture(scope="module")
+def httpx(tmp_path_factory):
+    return dnr_eval.build_project("httpx", str(tmp_path_factory.mktemp("target")))
+
+
+def _hook(root, prompt, session, **env):
+    run = run_hook("prompt", payload("prompt", root, prompt=prompt, session_id=session), cwd=root,
+                   env=clean_env(**env), timeout=60)
+    assert run.returncode == 0 and run.stderr == b"", run.stderr
+    [(outcome, detail)] = rows(root, "SELECT outcome, detail FROM decisions WHERE session_id = ? AND hook = 'prompt'",
+                               (session,))
+    return run, outcome, json.loads(detail)
+
+
+def test_bm25_only_a_near_miss_aimed_at_another_system_is_held_and_says_why(httpx):
+    run, outcome, detail = _hook(httpx, NEAR_MISS, "t-near")
+    assert run.stdout == b"" and outcome == "below_relevance"
+    assert detail["reason"] == "the prompt's target is another system"
+    assert detail["target"] == {"phrase": "the nightly S3 backup script", "head": "script",
+                                "unseen": ["backup", "nightly", "s3", "script"], "held": 1}
+    assert detail["dnr"][0]["name"] == "multipart uploads" and detail["dnr"][0]["idf_sum"] > 0  # the arithmetic
+    # the same prompt with the check off: the rare-word cascade alone names the entry
+    run, outcome, detail = _hook(httpx, NEAR_MISS, "t-near-off", MEMHEALTH_INJECTION_FOREIGN_TARGET="off")
+    assert outcome == "injected" and 'DO-NOT-REBUILD? "multipart uploads"' in run.context()
+    assert "target" not in detail
+
+
+def test_bm25_only_a_reproposal_aimed_at_the_project_is_delivered(httpx):
+    run, outcome, detail = _hook(httpx, REPROPOSAL, "t-repro")
+    assert outcome == "injected" and 'DO-NOT-REBUILD? "multipart uploads"' in run.context()
+    assert "target" not in detail
+
+
+# the entry lists `files=` among its identifiers; the prompt writes it in a sentence about
+# something else entirely, so its prose is far from the entry's
+BY_NAME = "implement files= on the client for sending a dict of open binary handles as multipart"
+
+
+def test_an_identifier_the_entry_lists_agrees_by_name_below_the_cosine_threshold(tmp_path, model_server):
+    from tests.support.model_server import configure_project
+
+    root = dnr_eval.build_project("httpx", str(tmp_path))
+    configure_project(root, model_server.url)
+    # the threshold raised above any cosine: only the identifier can carry the block
+    [got] = dnr_eval.evaluate(root, [{"id": "n", "label": "reproposal", "prompt": BY_NAME}],
+                              {"meaning_threshold": 0.99, "meaning_timeout_s": 10.0},
+                              {"embedding": {"timeout_s": 60.0}, "hooks": {"timeout_s": 600}}, session="by-name")
+    assert got["dnr"] == ["multipart uploads"], json.dumps(got["detail"])
+    [item] = got["detail"]["meaning"]["items"]
+    assert item["agrees"] is True and item["by"] == "identifier" and item["cosine"] < 0.99
+    assert got["detail"]["dnr"][0]["identifiers"] == ["files"]
+
+
+@pytest.mark.parametrize("prompt, said", [
+    ("add a regression test checking that the retry policy keeps the method", {"object": "regression test"}),
+    ("write a how-to page for the docs on cookie persistence", {"object": "how-to page"}),
+    ("benchmark how the connection pool behaves under a thousand requests", {"verb": "benchmark"}),
+    ("add a deprecation warning to the proxy settings when a scheme is missing", {"object": "deprecation warning"}),
+    ("implement a cache in front of the existing retry policy", {"says": "the existing retry policy"}),
+])
+def test_work_about_what_exists_is_read_as_such(prompt, said):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) == said
+
+
+@pytest.mark.parametrize("prompt", [
+    "build a test client that calls the app in-process",     # a test client is a component
+    "write streaming multipart file uploads into the client",
+    "implement SOCKS proxy support",
+    "create a pluggable layer under the client so tests can answer requests",
+])
+def test_building_a_component_is_not_work_about_one(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None
+
+
+def test_a_file_name_or_someone_elses_thing_is_another_system():
+    assert foreign_target("add a --verbose flag to our deploy.sh so it prints each step", _seen({"verbose"})) == {
+        "phrase": "our deploy.sh", "head": "file", "unseen": ["deploy", "sh"]}
+    assert foreign_target("write a patch for aiohttp's TCPConnector limits", _seen({"limits"}))["head"] == "owner"
+    # the owner is the project's own name: its thing, not someone else's
+    assert foreign_target("add retries to httpx's transport", _seen({"httpx", "transport", "retries"})) is None
