@@ -30,6 +30,11 @@ not drawn from the corpus -- split as those fixtures are (`query_part`): httpx's
 the tuned cues are the tuned queries, requests', starlette's and the held-out cues' the
 held-out ones.
 
+The candidate floor (vectors.MIN_CANDIDATES) is swept on the shipped path (`sweep_shipped`,
+FLOORS), each part scored apart, and `choose_floor` applies the rule written before the
+sweep first ran to the tuned part alone; the held-out part is only scored. The numpy replay
+rows are a diagnostic beside it.
+
 Embedding 100k chunks took ~13 minutes with two worker processes on a loaded 2-core box (one
 BLAS thread each); the vectors are cached under ${MEMHEALTH_E2E_CACHE:-~/.cache/memhealth-e2e}/vector-recall/<sha>/
 in parts, so an interrupted run resumes and a rerun only builds the stores.

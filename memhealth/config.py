@@ -78,6 +78,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
                                      "cosine a lexical miss needs to be rescued; chosen for all-minilm on the tuned "
                                      "part of the real corpus"),
         # -- end agreement in meaning ------------------------------------------------------------
+        # -- semantic cues (memory_core/delivery/cues.py) -------------------------------------------
+        "semantic_cue_min_cosine": ("float", 0.0, (0.0, 1.0),
+                                    "cosine a prompt needs to a semantic: cue's query; 0 = the threshold measured "
+                                    "for [embedding].model (all-minilm 0.448, docs/internals/evaluation.md), 0.75 "
+                                    "for a model not measured"),
+        # -- end semantic cues ---------------------------------------------------------------------
     },
     "gate": {
         "mode": ("str", "on", ("on", "off"), 'ablation: "off" skips the gate; heartbeats still record'),
