@@ -2,15 +2,12 @@
 `min_matches` words said in RARE_DF chunks are enough. The gates compare the candidate's
 IDF sum rounded to three places against the floor's unrounded threshold, so on most store
 sizes between 50 and 100 chunks two such words fall short of it by less than 0.001. Found
-on the dev part of tests/fixtures/heldout/smallstore (55 chunks); marked as the known
-defect it is until the comparison is fixed (strict: the fix turns this test into a failure
-that asks for the marker to go)."""
+on the dev part of tests/fixtures/heldout/smallstore (55 chunks); the floor is now taken
+down to three places, as the sums are."""
 
 from __future__ import annotations
 
 import os
-
-import pytest
 
 from memory_core.index import fts
 from tests.heldout_eval import build_smallstore
@@ -26,7 +23,6 @@ def test_two_words_at_the_floors_rarity_are_short_of_its_threshold_only_by_round
     assert round(2 * idf, 3) < 2 * idf < round(2 * idf, 3) + 0.001
 
 
-@pytest.mark.xfail(strict=True, reason="the gates compare the rounded IDF sum with the unrounded floor")
 def test_a_record_matched_by_two_words_at_the_floors_rarity_is_delivered(tmp_path):
     from memhealth.config import load as load_config
     from memory_core.delivery import inject

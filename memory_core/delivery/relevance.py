@@ -15,6 +15,8 @@ applies (as in the paper's reference harness).
 
 from __future__ import annotations
 
+import math
+
 from memory_core.delivery.entries import (
     COLUMNS,
     DNR_KINDS,
@@ -93,9 +95,12 @@ def rarity_floor(icfg: dict, n_docs: int, detail: dict | None = None) -> dict:
     the configured ones, when lowered) go into `detail`, the decision row."""
     if n_docs < MIN_IDF_CORPUS:
         return icfg  # the small-corpus rule (overlap only) applies instead
+    # the gates compare sums rounded to three places (as the decision row shows them): the
+    # floor is taken down to three places too, or two words at exactly the floor's rarity
+    # fall short of it by the rounding
     rare = fts.idf(n_docs, RARE_DF)
-    distinctive = min(icfg["distinctive_idf"], rare)
-    threshold = min(icfg["idf_sum_threshold"], icfg["min_matches"] * rare)
+    distinctive = min(icfg["distinctive_idf"], math.floor(rare * 1000) / 1000)
+    threshold = min(icfg["idf_sum_threshold"], math.floor(icfg["min_matches"] * rare * 1000) / 1000)
     if distinctive == icfg["distinctive_idf"] and threshold == icfg["idf_sum_threshold"]:
         return icfg
     if detail is not None:
