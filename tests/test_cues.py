@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from memory_core.items.compile import compile_glob, parse_frontmatter, read_spec
+from memory_core.items.frontmatter import parse_frontmatter
+from memory_core.items.spec import compile_glob, read_spec
 from tests.conftest import payload, rows, run_cli, run_hook
 
 WAL = """---

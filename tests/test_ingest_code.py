@@ -13,7 +13,7 @@ import pytest
 from memhealth.config import defaults
 from memory_core.index import code as code_index
 from memory_core.ingest import code as code_source
-from memory_core.ingest import run_ingest
+from memory_core.ingest import code_refs, run_ingest
 from memory_core.store.db import sqlite3
 from memory_core.store.schema import ensure_schema
 from tests.conftest import run_cli
@@ -279,7 +279,7 @@ def test_an_unchanged_blob_is_never_parsed_again_and_a_change_parses_only_itself
 @pytest.mark.parametrize("grep_max", [500, 0], ids=["git-grep", "token-pass"])
 def test_a_name_defined_for_the_first_time_is_found_in_files_that_did_not_change(conn, repo, grep_max,
                                                                                  monkeypatch):
-    monkeypatch.setattr(code_source, "GREP_MAX_NAMES", grep_max)
+    monkeypatch.setattr(code_refs, "GREP_MAX_NAMES", grep_max)
     write(repo, "app/client.py", "def use():\n    return Compressor() + Compressor()\n")
     commit(repo)
     index(conn, repo)
