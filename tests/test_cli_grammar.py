@@ -34,7 +34,7 @@ def one_object(proc) -> dict:
 @pytest.mark.parametrize("args", [
     ["gate"], ["ingest"], ["search", "checkpoint"], ["report"], ["report", "--ablation"],
     ["triage"], ["triage", "list", "--all"], ["cues"], ["cues", "audit"], ["ablation", "status"],
-    ["inventory"], ["inventory", "list"],
+    ["inventory"], ["inventory", "list"], ["init"], ["init", "--unregister"],
 ])
 def test_every_reporting_command_prints_one_versioned_object_under_json(project, args):
     proc = run_cli(*args, "--json", "--project", str(project), timeout=120)
@@ -46,6 +46,7 @@ def test_every_reporting_command_prints_one_versioned_object_under_json(project,
     ["gate"], ["ingest"], ["search", "checkpoint"], ["report"], ["report", "--ablation"], ["triage"],
     ["cues"], ["cues", "audit"], ["ablation", "status"], ["export", "--once"], ["embed"],
     ["remember", "the writer owns the checkpoint", "--path", "README.md"], ["inventory"],
+    ["init"], ["init", "--dry-run", "--no-templates"], ["init", "--unregister"],
 ])
 def test_every_json_field_a_command_prints_is_in_the_json_reference(project, args):
     from memhealth.cliutil import JSON_FIELDS
@@ -65,6 +66,7 @@ def test_lists_come_as_named_fields_of_the_object(project):
     (["search", "   "], 2),                       # a usage error the command raises
     (["triage", "confirm", "999"], 1),            # an error of the library below it
     (["ablation", "stop"], 1),                    # a refusal: nothing running
+    (["init", "--settings", "shared", "--transport", "http"], 2),  # init's own refusal
 ])
 def test_errors_under_json_are_the_same_object_with_the_exit_code(project, args, code):
     proc = run_cli(*args, "--json", "--project", str(project))

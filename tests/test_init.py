@@ -136,3 +136,72 @@ def test_a_moved_interpreter_updates_our_entry_in_place(tmp_path):
     data = settings(tmp_path)
     assert len(data["hooks"]["UserPromptSubmit"]) == 1
     assert data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == f"{MEMHEALTH} hook prompt"
+
+
+def json_line(proc) -> dict:
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, proc.stdout
+    assert lines[0].startswith('{"version": 1, '), lines[0]
+    return json.loads(lines[0])
+
+
+def test_json_lists_the_same_actions_the_text_prints_and_a_second_run_changes_nothing(tmp_path):
+    text_root, json_root = tmp_path / "text", tmp_path / "json"
+    text_root.mkdir()
+    json_root.mkdir()
+    text = run_cli("init", "--project", str(text_root))
+    proc = run_cli("init", "--project", str(json_root), "--json")
+    assert proc.returncode == 0 and proc.stderr == ""
+    data = json_line(proc)
+    assert data["project"] == str(json_root) and data["settings"] == "local"
+    assert data["dry_run"] is False and data["changed"] is True and data["notes"] == []
+    # the same lines as the text output, with this project's name and paths
+    expected = [line.replace(str(text_root), str(json_root)).replace("'text'", "'json'")
+                for line in text.stdout.splitlines() if not line.startswith("next: ")]
+    assert data["actions"] == expected
+    assert data["next"] == [line.removeprefix("next: ") for line in text.stdout.splitlines()
+                            if line.startswith("next: ")]
+    assert our_handlers(settings(json_root))  # --json reports; it still does the work
+    again = json_line(run_cli("init", "--project", str(json_root), "--json"))
+    assert again["changed"] is False and again["actions"] == [] and again["next"] == []
+
+
+def test_json_dry_run_says_what_would_change_and_writes_nothing(tmp_path):
+    data = json_line(run_cli("init", "--project", str(tmp_path), "--dry-run", "--json"))
+    assert data["dry_run"] is True and data["changed"] is True and data["next"] == []
+    assert data["actions"][0] == f"would create {tmp_path / '.memhealth'}/ (mode 0700)"
+    assert all(a.startswith("would ") for a in data["actions"])
+    assert os.listdir(tmp_path) == []
+
+
+def test_json_errors_are_one_object_on_stdout_and_nothing_is_written(tmp_path):
+    (tmp_path / ".claude").mkdir()
+    path = tmp_path / ".claude" / "settings.local.json"
+    path.write_bytes(b'{"hooks": [ , ]}\n')
+    proc = run_cli("init", "--project", str(tmp_path), "--json")
+    assert proc.returncode == 2 and proc.stderr == ""
+    data = json_line(proc)
+    assert data["command"] == "init" and data["error"]["exit"] == 2
+    assert "not valid JSON" in data["error"]["message"]
+    assert not (tmp_path / ".memhealth").exists()
+
+
+def test_json_unregister_reports_whether_it_was_registered_and_a_broken_registry(tmp_path):
+    from tests.conftest import clean_env
+
+    state = tmp_path / "state"
+    env = clean_env(XDG_STATE_HOME=state)
+    root = tmp_path / "proj"
+    root.mkdir()
+    assert run_cli("init", "--project", str(root), "--no-templates", env=env).returncode == 0
+    registry = state / "memhealth" / "projects.json"
+    first = json_line(run_cli("init", "--unregister", "--project", str(root), "--json", env=env))
+    assert first == {"version": 1, "project": str(root), "unregistered": True, "registry": str(registry)}
+    assert json_line(run_cli("init", "--unregister", "--project", str(root), "--json",
+                             env=env))["unregistered"] is False
+    registry.write_text("not a registry\n")
+    proc = run_cli("init", "--unregister", "--project", str(root), "--json", env=env)
+    assert proc.returncode == 1 and proc.stderr == ""
+    error = json_line(proc)["error"]
+    assert error["exit"] == 1 and "not a memhealth project registry" in error["message"]
+    assert registry.read_text() == "not a registry\n"
