@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -201,14 +200,12 @@ def test_a_new_process_retries_an_endpoint_whose_circuit_opened(ollama):
 
 
 def test_a_hung_server_call_costs_the_read_timeout_not_connect_plus_read(ollama):
-    ollama.mode = "hung"  # hangs 30 s
-    t0 = time.monotonic()
+    ollama.mode = "hung"  # hangs 30 s, then drops the connection unanswered
     with pytest.raises(EmbedError) as info:
-        client_for(ollama.url, read_timeout_s=0.4, connect_timeout_s=8.0).embed(["q"])
-    # connected at once, so the read timeout (0.4 s) ends it: far from connect + read (8.4 s)
-    # or the server's hang (30 s), with seconds of slack for a loaded machine
+        client_for(ollama.url, read_timeout_s=0.4, connect_timeout_s=60.0).embed(["q"])
+    # connected at once, so the read timeout (0.4 s) ends it: a client that waited connect +
+    # read (60.4 s) would meet the dropped connection at 30 s instead, not a timeout
     assert info.value.reason == "timeout"
-    assert time.monotonic() - t0 < 0.4 + 3.0
 
 
 def test_cold_server_answers_after_its_load_delay_and_reports_it(ollama):

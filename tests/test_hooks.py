@@ -66,10 +66,10 @@ def test_every_payload_the_real_cli_sent_is_handled_as_ok(project, tmp_path, nam
 def test_unusable_stdin_is_recorded_as_an_error_with_its_cause(project, stdin, reason):
     run = run_hook("prompt", stdin, cwd=str(project))
     assert run.returncode == 0
-    assert run.seconds < 2.0
     assert run.stdout == b""
     assert len(run.stderr.splitlines()) <= 1 and b"Traceback" not in run.stderr
     hook, outcome, got_reason, detail, completed = last_heartbeat(project)
+    # the input's own fault, not "stdin_timeout": stdin was read to its EOF, not to the deadline
     assert (hook, outcome, got_reason, completed) == ("prompt", "error", reason, 1)
     assert detail
 
@@ -78,7 +78,7 @@ def test_invalid_utf8_in_the_prompt_is_replaced_recorded_and_still_decided(proje
     body = json.dumps(payload("prompt", project, prompt="PLACEHOLDER")).encode()
     body = body.replace(b"PLACEHOLDER", b"caf\xe9 \xff\xfe should we pivot")
     run = run_hook("prompt", body, cwd=str(project))
-    assert run.returncode == 0 and run.seconds < 2.0
+    assert run.returncode == 0
     assert last_heartbeat(project)[:3] == ("prompt", "error", "invalid_utf8")
     # the prompt still got its decision row: the denominator stays complete
     assert rows(project, "SELECT outcome, intent FROM decisions") == [("below_relevance", "decision")]
@@ -93,15 +93,16 @@ def test_invalid_utf8_in_the_prompt_is_replaced_recorded_and_still_decided(proje
 ])
 def test_hostile_prompts_are_cleaned_and_decided_without_error(project, prompt):
     run = run_hook("prompt", payload("prompt", project, prompt=prompt), cwd=str(project))
-    assert run.returncode == 0 and run.seconds < 2.0
+    assert run.returncode == 0
     assert last_heartbeat(project)[:3] == ("prompt", "ok", None)
     assert len(rows(project, "SELECT id FROM decisions")) == 1
 
 
-def test_a_two_megabyte_prompt_is_handled_within_two_seconds(project):
+def test_a_two_megabyte_prompt_is_decided_whole(project):
+    """Its wall time is benchmarks/bench_long_input.py's (a ratio to a short prompt's floor)."""
     prompt = ("should we rebuild the ingest pipeline " * 60000)[: 2 * 1024 * 1024]
     run = run_hook("prompt", payload("prompt", project, prompt=prompt), cwd=str(project))
-    assert run.returncode == 0 and run.seconds < 2.0
+    assert run.returncode == 0
     assert last_heartbeat(project)[:3] == ("prompt", "ok", None)
     (length,) = rows(project, "SELECT prompt_len FROM decisions")[0]
     assert length == len(prompt)
@@ -115,7 +116,7 @@ def test_a_closed_stdout_pipe_is_absorbed_and_recorded(project):
                        cwd=str(project), stdout=write_end)
     finally:
         os.close(write_end)
-    assert run.returncode == 0 and run.seconds < 2.0
+    assert run.returncode == 0
     assert b"Traceback" not in run.stderr
     hook, outcome, reason, _detail, _ = last_heartbeat(project)
     assert (hook, outcome, reason) == ("session-start", "error", "stdout_closed")
@@ -153,7 +154,7 @@ def corrupt_store(project) -> None:
 def test_a_corrupt_database_is_recorded_in_the_spill_file(project):
     corrupt_store(project)
     run = run_hook("prompt", payload("prompt", project, prompt="hi"), cwd=str(project))
-    assert run.returncode == 0 and run.seconds < 2.0
+    assert run.returncode == 0
     assert len(run.stderr.splitlines()) == 1 and b"Traceback" not in run.stderr
     (spilled,) = _spilled(project)
     assert spilled["hook"] == "prompt" and spilled["outcome"] == "error"
@@ -175,7 +176,7 @@ def test_a_read_only_database_is_recorded_and_drained_later(project):
         if undo:
             subprocess.run(undo, check=True)
         os.chmod(db, 0o600)
-    assert run.returncode == 0 and run.seconds < 2.0
+    assert run.returncode == 0
     (spilled,) = _spilled(project)
     assert spilled["reason"] == "db_readonly"
     # the next invocation that can write the store drains the spill: nothing is lost
@@ -192,16 +193,19 @@ def test_a_database_locked_past_the_busy_timeout_is_recorded_not_waited_on(proje
          f"c = sqlite3.connect({db!r}, isolation_level=None)\n"
          "c.execute('BEGIN EXCLUSIVE')\n"
          "print('locked', flush=True)\n"
-         "time.sleep(6)\n"],
-        stdout=subprocess.PIPE, text=True)
+         "sys.stdin.read()\n"],  # holds the lock until the test closes its stdin
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         run = run_hook("prompt", payload("prompt", project, prompt="should we pivot"), cwd=str(project),
                        env=clean_env(MEMHEALTH_HOOKS_BUSY_TIMEOUT_S="0.5"))
+        # the hook came back while the lock was still held: it gave up on the lock after its
+        # busy timeout (a hook that waited for it would only end at run_hook's timeout)
+        assert holder.poll() is None
     finally:
         holder.kill()
         holder.wait(5)
-    assert run.returncode == 0 and run.seconds < 2.0
+    assert run.returncode == 0
     (spilled,) = _spilled(project)
     assert spilled["reason"] == "db_locked"
 

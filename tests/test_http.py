@@ -88,11 +88,10 @@ def test_an_error_status_is_returned_not_raised():
 
 
 def test_a_refused_port_is_unreachable_at_once():
-    t0 = time.monotonic()
     with pytest.raises(HttpError) as info:
         request("GET", closed_url() + "/api/tags", None, 10.0, 10.0)
-    # a refusal is an answer: it does not wait out the 10 s connect timeout
-    assert info.value.kind == "unreachable" and time.monotonic() - t0 < 3.0
+    # a refusal is an answer: "unreachable", not the connect timeout waited out
+    assert info.value.kind == "unreachable"
 
 
 def test_a_server_that_accepts_and_never_answers_costs_the_read_timeout():
@@ -101,17 +100,17 @@ def test_a_server_that_accepts_and_never_answers_costs_the_read_timeout():
         with pytest.raises(HttpError) as info:
             request("POST", server.url + "/api/embed", {"x": 1}, 0.5, 0.3)
         elapsed = time.monotonic() - t0
-    # a socket timeout never fires early; the upper bound is far from the 15 s hang
-    assert info.value.kind == "timeout" and 0.3 <= elapsed < 0.3 + 3.0
+    # "timeout", not the connection the 15 s hang ends with; and a socket timeout never fires early
+    assert info.value.kind == "timeout" and 0.3 <= elapsed
 
 
 def test_the_deadline_bounds_the_whole_call_even_with_a_long_read_timeout():
-    with RawServer(None, hang_s=15) as server:
-        t0 = time.monotonic()
+    with RawServer(None, hang_s=120) as server:
         with pytest.raises(HttpError) as info:
-            request("GET", server.url + "/", None, 0.5, 10.0, deadline=time.monotonic() + 0.3)
-        # the 0.3 s deadline, not the 10 s read timeout or the 15 s hang
-        assert info.value.kind == "timeout" and time.monotonic() - t0 < 0.3 + 3.0
+            request("GET", server.url + "/", None, 0.5, 3600.0, deadline=time.monotonic() + 0.3)
+        # a timeout while the server hangs (120 s, then it closes) and the read timeout is an
+        # hour: only the 0.3 s deadline can have ended it
+        assert info.value.kind == "timeout"
 
 
 @pytest.mark.parametrize("answer", [b"SSH-2.0-OpenSSH_9.2\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort"])

@@ -233,27 +233,29 @@ def test_an_alertmanager_webhook_is_decided_recorded_and_pages_are_forwarded(pro
 def test_a_hanging_probe_never_blocks_metrics_or_healthz(project):
     release = threading.Event()
     entered = threading.Event()
+    returned = threading.Event()  # the probe came back: released, or its 30 s hang ran out
 
     def hung_probe(conn, cfg, proj):
         entered.set()
         release.wait(30)
+        returned.set()
 
     cfg = load(str(project / ".memhealth"))
     app = Serve(Project(str(project)), cfg, port=0, probe=hung_probe, export=False).start()
     try:
-        assert entered.wait(5)
+        assert entered.wait(30)
         for path in ("/healthz", "/metrics"):
-            t0 = time.monotonic()
-            with urllib.request.urlopen(f"http://127.0.0.1:{app.port}{path}", timeout=5) as resp:
+            # a read timeout past the probe's hang: an endpoint that waited on the probe would
+            # answer only after the probe came back
+            with urllib.request.urlopen(f"http://127.0.0.1:{app.port}{path}", timeout=60) as resp:
                 assert resp.status == 200
                 body = resp.read()
-            assert time.monotonic() - t0 < 1.0
-        health = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{app.port}/healthz", timeout=5).read())
+            assert not returned.is_set(), f"{path} answered only after the probe returned"
+        health = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{app.port}/healthz", timeout=60).read())
         assert health["probe"]["running_for_s"] >= 0 and health["probe"]["runs"] == 0
         assert b"memhealth_hook_invocations_total" in body
-        t0 = time.monotonic()
         app.stop()  # a hung probe is abandoned, not waited on
-        assert time.monotonic() - t0 < 2.0
+        assert not returned.is_set(), "stop() waited for the hung probe"
     finally:
         release.set()
 
@@ -269,11 +271,13 @@ def test_a_locked_database_during_a_scrape_still_answers_within_a_bound(project,
     locker.execute("BEGIN EXCLUSIVE")
     locker.execute("INSERT INTO meta(key, value) VALUES ('test.lock', 'held')")
     try:
-        status, body, seconds = app.get("/metrics")
+        status, body, _seconds = app.get("/metrics", timeout=60)
     finally:
         locker.execute("ROLLBACK")
         locker.close()
-    assert status == 200 and seconds < 3.0
+    # answered while the lock was still held (it is released only after get() returns): the
+    # scrape gave up on the lock instead of waiting for it
+    assert status == 200
     during = {(s.name, tuple(sorted(s.labels.items()))): s.value
               for f in text_string_to_metric_families(body.decode()) for s in f.samples}
     assert during[key] == 1  # the last good value
@@ -290,10 +294,9 @@ def test_sigterm_stops_serve_cleanly_after_a_final_export(project, serve):
         while not rx.requests and time.monotonic() < deadline:  # the first run at start-up
             time.sleep(0.05)
         hook(project, "prompt", prompt="recorded after the first export")
-        code, output, seconds = app.stop()
+        code, output, _seconds = app.stop()
     assert code == 0, output
     assert "stopped (SIGTERM)" in output and "final export ok" in output
-    assert seconds < 1.0 * 2 + 3.0
     assert any(s.name == "memhealth.hook prompt" for s in rx.spans)
 
 
@@ -305,11 +308,14 @@ def test_sigterm_with_a_dead_collector_still_stops_within_the_export_timeout(pro
         env = clean_env(MEMHEALTH_TELEMETRY_OTLP_ENDPOINT=rx.endpoint, MEMHEALTH_TELEMETRY_EXPORT_TIMEOUT_S="0.5")
         app = serve("--no-probes", env=env)
         time.sleep(0.2)
-        code, output, seconds = app.stop()
+        # the receiver holds every request for 60 s: serve stops before that (stop() gives it
+        # 50) only by abandoning its final export at the export timeout
+        code, output, _seconds = app.stop(timeout=50)
     finally:
         rx.down()
     assert code == 0, output
-    assert seconds < 0.5 * 2 + 3.0
+    assert "stopped (SIGTERM)" in output and "final export failed" in output
+    assert rx.requests  # the export was attempted, and held
 
 
 def test_serve_refuses_a_non_loopback_address_without_allow_remote(project):
