@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from common import floor, memhealth_cmd, pct, row, summary, time_cmd  # noqa: E402
 
-from tests import dnr_eval  # noqa: E402
+from tests.support import dnr_eval  # noqa: E402
 
 MODES = {
     "BM25-only": {"meaning": "off"},

@@ -18,7 +18,7 @@ Languages are data: each `queries/<lang>.scm` names its file extensions and gram
 header and captures `@definition.<kind>` and `@name` (aider's and tree-sitter's tags
 convention); adding a language is adding one such file. Parsing imports `tree_sitter`
 and `tree_sitter_language_pack` inside this module's functions only: the ingest package is
-imported by hooks, which must stay cheap (the import budget test in tests/test_cli.py).
+imported by hooks, which must stay cheap (the import budget test in tests/memhealth/test_cli.py).
 
 Mentions (`code_refs`) rank definitions the way aider's repo map ranks tags
 (memory_core.ingest.code_refs); the tree and its blobs are read through git

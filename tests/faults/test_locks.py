@@ -22,8 +22,8 @@ from tests.faults.helpers import (
     start_hook,
     wait_for,
 )
-from tests.ollama_standin import OllamaStandin
-from tests.test_serve import ServeProcess
+from tests.support.ollama_standin import OllamaStandin
+from tests.telemetry.test_serve import ServeProcess
 
 
 def _session_start_completing_under_a_lock(project, busy_s: str = "0.5") -> tuple[int, bytes, float]:
