@@ -31,7 +31,7 @@ system-deps:
 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    chromium chromium-driver >/dev/null; \
-	else echo "note: chromium/chromedriver missing and apt-get unavailable; tests/test_console.py will skip"; fi
+	else echo "note: chromium/chromedriver missing and apt-get unavailable; tests/telemetry/test_console.py will skip"; fi
 
 # The real Claude Code CLI for tests/e2e (the version pinned in tests/e2e/claude_cli.py),
 # installed once with npm into $$MEMHEALTH_E2E_CACHE (~/.cache/memhealth-e2e). Without npm or

@@ -105,7 +105,7 @@ def _session_end(root: str, transcript: str) -> float:
 
 
 def bench(quick: bool = False) -> list[dict]:
-    from tests.capture_eval import evaluate
+    from tests.support.capture_eval import evaluate
 
     out = []
     result = evaluate()

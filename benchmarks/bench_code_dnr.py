@@ -6,7 +6,7 @@ code leg costs the prompt hook.
 Quality: tests/fixtures/coderepos (Starlette, axios, chi: Python, JavaScript, Go), each
 committed into a git repository, `memhealth init` + `memhealth ingest docs code`
 (subprocesses), then the prompt cascade in-process over the labeled prompts, one fresh
-session per prompt (tests/code_eval.py). One row per part: tuned, held out (first part,
+session per prompt (tests/support/code_eval.py). One row per part: tuned, held out (first part,
 folded into the second tuning round), held out (second part, never tuned on).
 
 Cost: the prompt hook, a subprocess with JSON on stdin as Claude Code runs it, in two copies
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from common import compile_packages, floor, memhealth_cmd, row, summary, time_cmd  # noqa: E402
 
-from tests import code_eval  # noqa: E402
+from tests.support import code_eval  # noqa: E402
 
 CASES = [
     ("non-intent", "thanks, that looks right"),

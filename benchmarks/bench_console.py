@@ -156,7 +156,7 @@ def bench(quick: bool = False) -> list[dict]:
             f"/memory with {big_n:,} chunks and a full cue audit (absolute, this machine)"),
         row("console_memory_first_page_100k_vs_1k", round(big["memory"] / small["memory"], 3), "ratio", "",
             f"/memory with {big_n:,} chunks vs {small_n:,}: the chunk pages are flat; the items' fired counts "
-            "(memory_core.items.compile.list_cues) scan the cue audit, bounded by its retention (50,000 rows)"),
+            "(memory_core.items.listing.list_cues) scan the cue audit, bounded by its retention (50,000 rows)"),
         row("console_memory_deep_vs_first_page_100k", round(big["memory_deep"] / big["memory"], 3), "ratio", "<= 1.5",
             "a /memory page 99% of the way back vs the first"),
         row("console_health_ms_100k", round(big["health"], 2), "ms", "",

@@ -4,7 +4,7 @@ Figures: the repeated-compaction run (ten pinned facts, 100 compactions: PreComp
 SessionStart source=compact; every delivery audited, 10/10 required at all 101 points);
 PreToolUse with 1,000 and 10,000 compiled cues as a ratio to the interpreter floor (target
 <= 1.3x at 1,000; the stop hook, heartbeat rows only, is the limit any hook can reach); and
-precision/recall on the labeled evaluation set in tests/cue_evalset.py.
+precision/recall on the labeled evaluation set in tests/support/cue_evalset.py.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def evaluation_cost(root: str, repeat: int = 300) -> dict[str, float]:
 
 
 def evaluation_set(tmp: str) -> dict:
-    from tests import cue_evalset
+    from tests.support import cue_evalset
 
     root = _project(tmp, "evalset")
     cue_evalset.build_project(root)

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from common import row  # noqa: E402
 
-from tests import dnr_eval  # noqa: E402
+from tests.support import dnr_eval  # noqa: E402
 
 FILLER = ("the a service request code file test change update value data error user time system "
           "function module config run page table list view note step").split()

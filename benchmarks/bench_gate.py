@@ -3,7 +3,7 @@
 Figures (target ≤ 5× each; the reference design measured 7.3× for its gate and 8.0× for its
 session-start hook): `memhealth gate` and the session-start hook including the gate, both on
 a 2,000-chunk store with full vector coverage and a warm embedding stand-in (the real HTTP
-server from tests/ollama_standin.py), plus `memhealth gate` with embeddings off (BM25-only:
+server from tests/support/ollama_standin.py), plus `memhealth gate` with embeddings off (BM25-only:
 no httpx import at all).
 """
 
@@ -56,7 +56,7 @@ def _env(url: str | None) -> dict:
 
 
 def bench(quick: bool = False) -> list[dict]:
-    from tests.ollama_standin import OllamaStandin
+    from tests.support.ollama_standin import OllamaStandin
 
     repeat = 9 if quick else 21
     out = []

@@ -1,7 +1,7 @@
 """The deterministic heuristics on text nobody tuned them on: intent, dead ends stated by
 reference, relevance on a 55-chunk store, each on its `dev` part (what a tuning round looked
 at) and its `heldout` part (only ever scored), side by side. The sets and their scoring are
-tests/fixtures/heldout/ and tests/heldout_eval.py; the table is in
+tests/fixtures/heldout/ and tests/support/heldout_eval.py; the table is in
 docs/internals/evaluation-heuristics.md.
 """
 
@@ -22,7 +22,7 @@ from common import row  # noqa: E402
 
 
 def bench(quick: bool) -> list[dict]:
-    from tests import heldout_eval as ev
+    from tests.support import heldout_eval as ev
 
     rows = []
     for part in ev.PARTS:

@@ -92,7 +92,7 @@ def bench(quick: bool) -> list[dict]:
         reason = vec_unavailable_reason()
         if os.path.exists(standin) and not reason:
             from memory_core.index.embed import forget_process_state
-            from tests.ollama_standin import OllamaStandin
+            from tests.support.ollama_standin import OllamaStandin
 
             forget_process_state()
             with OllamaStandin(mode="instant", dim=64) as server:
@@ -103,7 +103,7 @@ def bench(quick: bool) -> list[dict]:
                             f"{seconds:.2f} s; reference design ~22 chunks/s"))
         else:
             rows.append(row("ingest throughput, with vectors (instant stand-in)", float("nan"),
-                            "chunks/s", ">= 1000", f"skipped: {reason or 'no tests/ollama_standin.py'}"))
+                            "chunks/s", ">= 1000", f"skipped: {reason or 'no tests/support/ollama_standin.py'}"))
 
         big = os.path.join(tmp, "big")
         make_corpus(big, 10000)

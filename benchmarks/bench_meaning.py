@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from common import floor, memhealth_cmd, pct, row, summary, time_cmd  # noqa: E402
 
-from tests import dnr_eval  # noqa: E402
+from tests.support import dnr_eval  # noqa: E402
 
 MODES = {
     "BM25-only, no target check": {"meaning": "off", "foreign_target": "off"},

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from common import row  # noqa: E402
 
-from tests import dnr_eval  # noqa: E402
+from tests.support import dnr_eval  # noqa: E402
 
 K = 10
 

@@ -100,7 +100,7 @@ def bench(quick: bool = False) -> list[dict]:
     from tests.e2e.claude_cli import Unavailable, install, installed_version
     from tests.e2e.harness import SampleProject, Session
     from tests.e2e.messages_api import ScriptedModel
-    from tests.hook_serve import HookServe
+    from tests.support.hook_serve import HookServe
 
     try:
         binary = install()

@@ -80,7 +80,7 @@ def _post(port: int, path: str, body: bytes, auth: str) -> None:
 
 def bench(quick: bool = False) -> list[dict]:
     """The tool hooks per transport, then the prompt hook with the real model."""
-    from tests.hook_serve import HookServe
+    from tests.support.hook_serve import HookServe
 
     n_cmd, n_http = (10, 100) if quick else (30, 400)
     base = floor(repeat=n_cmd)
@@ -179,9 +179,9 @@ def bench_prompt_with_model(quick: bool = False) -> list[dict]:
     """Command vs HTTP prompt hook with the real model configured (see the module doc)."""
     import subprocess
 
-    from tests import dnr_eval
     from tests.conftest import clean_env
-    from tests.hook_serve import HookServe
+    from tests.support import dnr_eval
+    from tests.support.hook_serve import HookServe
     from tests.support.minilm import MiniLM, Unavailable
     from tests.support.model_server import ModelServer
 

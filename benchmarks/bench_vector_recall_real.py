@@ -430,7 +430,7 @@ def replay(vecs, qvecs, candidates: int, center: bool, k: int = 10, first_id: in
     row i is chunk `first_id + i`) Hamming-nearest `candidates / 64`, exact cosine over those.
     A diagnostic, not the shipped path: the measured rows are the shipped path; this asks what
     would change recall. Ties in Hamming distance are broken by row here, by vec0's order
-    there (tests/test_vector_recall_replay.py holds the two together)."""
+    there (tests/memory_core/index/test_vector_recall_replay.py holds the two together)."""
     import numpy as np
 
     from memory_core.index.vectors import SHARDS

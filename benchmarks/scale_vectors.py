@@ -17,7 +17,7 @@ transaction). Then:
 - hybrid search p50/p99 (BM25 + vectors, query vectors precomputed: the embedding call is
   not timed);
 - as ratios to the interpreter floor, with an instant local embedding stand-in
-  (tests/ollama_standin.py) configured: the intent prompt hook (one semantic cue, so the
+  (tests/support/ollama_standin.py) configured: the intent prompt hook (one semantic cue, so the
   hook makes its embedding call), SessionStart (it runs the gate, vector checks included),
   and `memhealth search` (the process that runs the KNN: CLI and MCP tool);
 - the gate's vector checks (`vector_coverage`, `index_integrity`) from its own duration_ms;
@@ -262,7 +262,7 @@ FIGURES = [  # (key, name, unit, on the hook path: must not grow)
 
 def bench(quick: bool = False, base: float | None = None, sizes=None) -> list[dict]:
     from memory_core.store.db import vec_unavailable_reason
-    from tests.ollama_standin import OllamaStandin
+    from tests.support.ollama_standin import OllamaStandin
 
     reason = vec_unavailable_reason()
     if reason:

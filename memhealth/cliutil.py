@@ -115,6 +115,15 @@ JSON_FIELDS: dict[str, dict[str, str]] = {
     "remember": {"id": "the item", "name": "its name", "kind": "its kind", "path": "the memory file",
                  "pinned": "delivered at every session start", "cues": "its compiled cues"},
     "forget": {"id": "the item deleted", "name": "its name", "path": "the memory file deleted"},
+    "init": {"project": "the project directory (absolute)", "settings": "local or shared: the settings file wired",
+             "dry_run": "true: nothing was written; actions say what would be",
+             "changed": "something was (or, with --dry-run, would be) created, written or updated",
+             "actions": "list: one line per change, as the text output prints it (past tense, or "
+                        "\"would ...\" on a dry run)",
+             "notes": "list: what init reports and does not change (a foreign hook left alone, ...)",
+             "next": "list: what to run next (ingest and gate after a first setup; serve for the HTTP transport)",
+             "unregistered": "--unregister: true when the project was in the registry",
+             "registry": "--unregister: the per-user registry file"},
     "inventory": {"commit": "the commit the code index was read at (null before a complete run)",
                   "components": "list: id, path, name, qualname, kind, line_start, line_end, signature, "
                                 "doc, summary, exported, component, rank, curated, candidate",

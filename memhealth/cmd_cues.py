@@ -35,7 +35,7 @@ def _day(ns) -> str:
 
 def run(args) -> int:
     from memhealth.cliutil import emit_json, open_project
-    from memory_core.items.compile import audit_rows, list_cues
+    from memory_core.items.listing import audit_rows, list_cues
 
     with open_project(args) as ctx:
         if args.action == "audit":

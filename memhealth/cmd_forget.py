@@ -24,7 +24,7 @@ def run(args) -> int:
     from memhealth.cliutil import emit_json, open_project
     from memhealth.errors import MemhealthError
     from memory_core.ingest import run_ingest
-    from memory_core.items.compile import find_item
+    from memory_core.items.listing import find_item
     from memory_core.outbox.spans import command_trace
 
     with open_project(args) as ctx:

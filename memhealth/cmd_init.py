@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memhealth.cliutil import add_parser
+from memhealth.cliutil import add_json_option, add_parser
 
 # init_project reports what it did in the past tense; a dry run says what it would do.
 _DRY = {"created": "would create", "wrote": "would write", "added": "would add",
@@ -35,6 +35,7 @@ def register(sub):
     p.add_argument("--unregister", action="store_true",
                    help="remove this project from the per-user registry that `memhealth serve --all` "
                         "reads ($XDG_STATE_HOME/memhealth/projects.json); nothing else changes")
+    add_json_option(p, "what changed (or would)")
     p.set_defaults(func=run)
     return p
 
@@ -48,6 +49,7 @@ def dry_run_line(action: str) -> str:
 def run(args) -> int:
     import os
 
+    from memhealth.cliutil import emit_json, json_error
     from memhealth.installer import NOTE, init_project
 
     if args.unregister:
@@ -57,8 +59,14 @@ def run(args) -> int:
         try:
             removed = registry.unregister(root)
         except registry.RegistryError as exc:
-            print(f"memhealth init: {exc}")
+            if args.json:
+                json_error("init", str(exc), 1)
+            else:
+                print(f"memhealth init: {exc}")
             return 1
+        if args.json:
+            emit_json({"project": root, "unregistered": removed, "registry": registry.registry_path()})
+            return 0
         print(f"memhealth init: {'removed' if removed else 'was not registered:'} {root} "
               f"{'from' if removed else 'in'} {registry.registry_path()}")
         return 0
@@ -66,13 +74,22 @@ def run(args) -> int:
     actions = init_project(args.project, settings=args.settings, dry_run=args.dry_run,
                            templates=args.templates, transport=args.transport)
     changes = [a for a in actions if not a.startswith(NOTE)]
+    shown = [line if line.startswith(NOTE) or not args.dry_run else dry_run_line(line) for line in actions]
+    follow = []
+    if changes and not args.dry_run:
+        follow.append("next: `memhealth ingest` to index docs, memory files and history, then `memhealth gate`")
+    if args.transport == "http" and not args.dry_run:
+        follow.append("the HTTP transport needs `memhealth serve` running for this project: "
+                      "`memhealth serve --detach` (or [serve] hook_autostart = true: SessionStart starts it)")
+    if args.json:
+        emit_json({"project": os.path.abspath(args.project), "settings": args.settings,
+                   "dry_run": args.dry_run, "changed": bool(changes),
+                   "actions": [line for line in shown if not line.startswith(NOTE)],
+                   "notes": [line[len(NOTE):] for line in shown if line.startswith(NOTE)],
+                   "next": [line.removeprefix("next: ") for line in follow]})
+        return 0
     if not changes:
         print("memhealth init: already set up; nothing changed")
-    for line in actions:
-        print(line if line.startswith(NOTE) or not args.dry_run else dry_run_line(line))
-    if changes and not args.dry_run:
-        print("next: `memhealth ingest` to index docs, memory files and history, then `memhealth gate`")
-    if args.transport == "http" and not args.dry_run:
-        print("the HTTP transport needs `memhealth serve` running for this project: "
-              "`memhealth serve --detach` (or [serve] hook_autostart = true: SessionStart starts it)")
+    for line in shown + follow:
+        print(line)
     return 0

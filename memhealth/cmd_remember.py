@@ -45,7 +45,7 @@ def record(ctx, text: str, *, kind: str | None = None, name: str | None = None,
     from memhealth.cliutil import UsageError
     from memhealth.errors import MemhealthError
     from memory_core.ingest import run_ingest
-    from memory_core.items.compile import SpecError, memory_file_text, slug
+    from memory_core.items.authoring import SpecError, memory_file_text, slug
     from memory_core.outbox.spans import command_trace
     from memory_core.store.layout import MEMORY_DIR, STATE_DIR
 

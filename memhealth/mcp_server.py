@@ -104,7 +104,7 @@ class MemoryTools:
         return self._call("remember", work)
 
     def cues(self) -> list[dict]:
-        from memory_core.items.compile import list_cues
+        from memory_core.items.listing import list_cues
 
         def work(ctx, trace, span):
             items = list_cues(ctx.conn, ctx.project.root, ctx.cfg)

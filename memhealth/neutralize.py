@@ -14,7 +14,7 @@ agent as an instruction overriding its own is quoted and labelled. Each kind is 
 - instruction: imperatives to ignore, disregard, forget, override or bypass the agent's
   instructions, a new persona ("you are now a …", "from now on you must …"), a "new
   instructions:" header, and fake turns ("Human:", "Assistant:", "System:" opening a line or
-  a sentence). A heuristic, judged on held-out lines (tests/instruction_evalset.py; the numbers
+  a sentence). A heuristic, judged on held-out lines (tests/support/instruction_evalset.py; the numbers
   are in docs/concepts/security.md): the match is kept, quoted, and labelled as text from
   memory, never deleted, so a false positive costs a label, not the memory.
 

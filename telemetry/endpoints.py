@@ -2,7 +2,7 @@
 
     for e in ENDPOINTS: print(e.method, e.path, e.servers)
 
-`docs/reference/http.md` is generated from it, and `tests/test_endpoints.py` requests each
+`docs/reference/http.md` is generated from it, and `tests/telemetry/test_endpoints.py` requests each
 entry from a real serve and serve --all (and a path that is not here, which must be 404), so
 the table and the handlers cannot drift apart. Standard library only.
 """

@@ -4,7 +4,7 @@
     SPANS["memhealth.hook {hook}"]
 
 Code writes attribute names as string literals (the hook path imports nothing for them);
-`tests/test_span_catalog.py` reads every literal of that shape in the source and fails on
+`tests/telemetry/test_span_catalog.py` reads every literal of that shape in the source and fails on
 one that is not here, and on an entry here that no code writes. The reference page
 `docs/reference/spans.md` is generated from this module. Standard library only.
 

@@ -84,7 +84,7 @@ def payload(event: str, cwd, **fields) -> dict:
     """A payload the real CLI sent for `event` (memhealth's name or Claude Code's), from
     tests/fixtures/payloads/ (captured by tests/e2e), with its paths moved into `cwd`, the
     test's session id and transcript path, and `fields` on top."""
-    from tests.payloads import PAYLOAD_DIR, real_payload
+    from tests.support.payloads import PAYLOAD_DIR, real_payload
 
     claude = _CLAUDE_EVENTS.get(event, event)
     name = re.sub(r"(?<!^)([A-Z])", r"_\1", claude).lower()
@@ -117,7 +117,7 @@ def user_state_dir(tmp_path_factory):
 @pytest.fixture
 def project(tmp_path):
     """A project directory set up by the real `memhealth init`, without the convention files
-    (tests/test_init_templates.py covers those), so a test starts from an empty memory."""
+    (tests/memhealth/test_init_templates.py covers those), so a test starts from an empty memory."""
     root = tmp_path / "proj"
     root.mkdir()
     proc = run_cli("init", "--project", str(root), "--no-templates")

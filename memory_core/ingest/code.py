@@ -18,12 +18,11 @@ Languages are data: each `queries/<lang>.scm` names its file extensions and gram
 header and captures `@definition.<kind>` and `@name` (aider's and tree-sitter's tags
 convention); adding a language is adding one such file. Parsing imports `tree_sitter`
 and `tree_sitter_language_pack` inside this module's functions only: the ingest package is
-imported by hooks, which must stay cheap (the import budget test in tests/test_cli.py).
+imported by hooks, which must stay cheap (the import budget test in tests/memhealth/test_cli.py).
 
-Mentions (`code_refs`) rank definitions the way aider's repo map ranks tags: a name that
-many other files use matters more. A changed file's mentions are counted from its tokens;
-a name defined for the first time is looked for in the unchanged files with one
-`git grep -w -F` over the commit, so a 10-file commit never re-reads the whole tree.
+Mentions (`code_refs`) rank definitions the way aider's repo map ranks tags
+(memory_core.ingest.code_refs); the tree and its blobs are read through git
+(memory_core.ingest.code_git).
 """
 
 from __future__ import annotations
@@ -31,16 +30,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import shutil
 import subprocess
-import tempfile
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from memory_core.index.code import META_COMMIT, META_INDEXED_NS
 from memory_core.ingest.base import Run, SourceReport
+from memory_core.ingest.code_git import (
+    BlobReader,
+    CodeUnavailable,
+    Entry,
+    head_commit,
+    is_vendored,
+    list_tree,
+    matcher,
+)
 from memory_core.ingest.code_parse import (
     Definition,
     Language,
@@ -51,169 +55,18 @@ from memory_core.ingest.code_parse import (
     parser_key,
     readme_definition,
 )
+from memory_core.ingest.code_refs import BATCH_FILES, Delta, update_refs
 from memory_core.store.db import write
-from memory_core.store.layout import SKIP_DIRS
 from memory_core.store.meta import get_meta, set_meta
 
 META_PARSER = "code.parser"          # queries + library versions: a change re-parses every file
 META_SCOPE = "code.scope"            # the config's globs and size cap the index was listed with
 
 CALL_TIMEOUT_S = 120.0
-# A handful of new names is looked for with `git grep -F` (fast per pattern); more than this
-# and reading the other files' tokens once is cheaper than git matching thousands of words.
-GREP_MAX_NAMES = 500
 # A run that changed at most this many files (after a complete one) looks up only the names
 # it touched; more, and loading every defined name once is cheaper.
 TARGETED_MAX_FILES = 200
-BATCH_FILES = 200
 README_NAMES = ("readme.md", "readme.rst", "readme.txt", "readme")
-# Vendored and generated trees: dependency copies and build output are not the project's
-# code (SKIP_DIRS is what every directory source skips; these are code-only conventions).
-VENDORED_DIRS = SKIP_DIRS | {"third_party", "third-party", "thirdparty", "_vendor", "vendored",
-                             "bower_components", "jspm_packages", "Pods", "Carthage"}
-TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class CodeUnavailable(Exception):
-    """The code cannot be listed here (no git, not a repository, no commit); the message is
-    the note."""
-
-
-# ---------------------------------------------------------------------------------------------
-# paths
-
-
-def is_vendored(path: str) -> bool:
-    parts = path.split("/")
-    return any(p in VENDORED_DIRS or (p.startswith(".") and p not in (".", "..")) for p in parts[:-1])
-
-
-def glob_regex(pattern: str) -> re.Pattern:
-    """A path glob: `*` within a directory, `**` across directories, `?` one character."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        out.append("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def matcher(patterns: list[str]):
-    """A predicate over relative paths; a pattern naming a directory covers what is in it."""
-    regexes = []
-    for p in patterns:
-        p = p.strip().lstrip("./") if p.strip() not in (".", "./") else "**"
-        if not p:
-            continue
-        regexes.append(glob_regex(p))
-        if not any(ch in p for ch in "*?["):
-            regexes.append(glob_regex(p.rstrip("/") + "/**"))
-    return lambda path: any(r.match(path) for r in regexes)
-
-
-# ---------------------------------------------------------------------------------------------
-# git
-
-
-def _git(root: str, args: list[str], timeout: float, stdin: bytes | None = None) -> bytes:
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
-    proc = subprocess.run(["git", "-C", root, *args], capture_output=True, timeout=timeout,
-                          env=env, input=stdin, check=False,
-                          **({} if stdin is not None else {"stdin": subprocess.DEVNULL}))
-    if proc.returncode not in (0, 1) or (proc.returncode == 1 and args[0] != "grep"):
-        head = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise CodeUnavailable(head[0][:200] if head else f"git {args[0]} exited {proc.returncode}")
-    return proc.stdout
-
-
-@dataclass(slots=True)
-class Entry:
-    path: str
-    blob: str
-    size: int
-
-
-def head_commit(root: str, timeout: float = 10.0) -> str:
-    """HEAD's commit id; CodeUnavailable without git, outside a repository or before a commit."""
-    if shutil.which("git") is None:
-        raise CodeUnavailable("git is not installed; code not indexed")
-    try:
-        out = _git(root, ["rev-parse", "--verify", "-q", "HEAD^{commit}"], timeout)
-    except subprocess.TimeoutExpired:
-        raise CodeUnavailable(f"git rev-parse did not answer within {timeout:.0f} s") from None
-    except CodeUnavailable as exc:
-        raise CodeUnavailable(f"not a git repository with a commit ({exc}); code not indexed") from None
-    sha = out.decode().strip()
-    if not sha:
-        raise CodeUnavailable("the repository has no commits yet; code not indexed")
-    return sha
-
-
-def list_tree(root: str, commit: str, timeout: float) -> list[tuple[str, str, str, int]]:
-    """(mode, path, blob, size) of every file at `commit` under `root` (paths relative to it)."""
-    out = _git(root, ["ls-tree", "-r", "-l", "-z", commit], timeout)
-    rows = []
-    for rec in out.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, path = rec.partition(b"\t")
-        parts = meta.split()
-        if len(parts) < 4:
-            continue
-        mode, kind, blob, size = (p.decode() for p in parts[:4])
-        rows.append((mode if kind == "blob" else kind, path.decode("utf-8", "replace"), blob,
-                     int(size) if size.isdigit() else -1))
-    return rows
-
-
-class BlobReader:
-    """`git cat-file --batch`, one blob at a time, in one process.
-
-        with BlobReader(root) as read: data = read(blob_id)
-    """
-
-    def __init__(self, root: str):
-        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
-        self.proc = subprocess.Popen(["git", "-C", root, "cat-file", "--batch"], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __call__(self, blob: str) -> bytes:
-        self.proc.stdin.write(blob.encode() + b"\n")
-        self.proc.stdin.flush()
-        header = self.proc.stdout.readline().split()
-        if len(header) < 3 or header[1] != b"blob":
-            raise OSError(f"git cat-file: blob {blob} missing")
-        size = int(header[2])
-        data = self.proc.stdout.read(size)
-        self.proc.stdout.read(1)
-        return data
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,7 +216,7 @@ def ingest_code(run: Run, report: SourceReport, parse_hook=None) -> None:
         report.files_changed = stats.parsed + stats.failed + stats.skipped
         report.extra = stats.to_dict()
     run.tick("code", len(changed), len(changed))
-    _update_refs(run, commit, wanted, stats, timeout, delta,
+    update_refs(run, commit, wanted, stats, timeout, delta,
                  targeted=refs_were_complete and len(changed) <= TARGETED_MAX_FILES)
     with write(conn):
         set_meta(conn, META_COMMIT, commit)
@@ -413,15 +266,6 @@ def _parse_one(entry: Entry, lang: Language | None, read, parsers: dict, max_byt
     return entry, lang, "ok", None, parsed.defs
 
 
-@dataclass
-class Delta:
-    """Names this run's writes touched: defined now, no longer defined here, mentioned by a
-    file that left the tree. Their ranks are computed again; nothing else's moved."""
-
-    defined: set[str] = field(default_factory=set)
-    undefined: set[str] = field(default_factory=set)
-    unmentioned: set[str] = field(default_factory=set)
-
 
 def _delete_path(conn, path: str, delta: Delta) -> int:
     delta.undefined.update(n for (n,) in conn.execute("SELECT name FROM code_defs WHERE path = ?", (path,)))
@@ -456,164 +300,6 @@ def _flush(run: Run, batch, stats: CodeStats, delta: Delta) -> None:
                  len(defs), now))
             delta.defined.update(d.name for d in defs)
 
-
-def _countable(name: str) -> bool:
-    return len(name) >= 2 and not name.startswith("__")
-
-
-def _update_refs(run: Run, commit: str, wanted: dict, stats: CodeStats, timeout: float,
-                 delta: Delta, targeted: bool) -> None:
-    """Count mentions in files whose blob changed, look for new names in the rest, re-rank.
-
-    `targeted`: mentions were complete before this run and it changed few files, so only the
-    names it touched are looked up; otherwise every defined name is loaded (a cold index, a
-    run resumed after a budget stop)."""
-    conn = run.conn
-    stale = [(p, b) for p, b in conn.execute(
-        "SELECT path, blob FROM code_files WHERE lang != 'readme' AND status != 'skipped' "
-        "AND (refs_blob IS NULL OR refs_blob != blob)")]
-    stale_paths = {p for p, _ in stale}
-    texts: dict[str, tuple[str, list[str]]] = {}
-    if targeted:
-        with BlobReader(run.root) as read:
-            for path, blob in stale:
-                try:
-                    texts[path] = (blob, TOKEN.findall(read(blob).decode("utf-8", "replace")))
-                except OSError:
-                    continue
-        tokens = {t for _b, toks in texts.values() for t in toks if _countable(t)}
-        counted = _present(conn, "code_names", tokens | delta.defined | delta.undefined)
-        defined_here = {n for n in delta.defined if _countable(n)}
-        new = defined_here - counted
-        gone_candidates = (delta.undefined & counted) - defined_here
-        removed = gone_candidates - _present(conn, "code_defs", gone_candidates)
-        defined = (counted - removed) | new
-    else:
-        defined = {n for (n,) in conn.execute("SELECT DISTINCT name FROM code_defs") if _countable(n)}
-        counted = {n for (n,) in conn.execute("SELECT name FROM code_names")}
-        new, removed = defined - counted, counted - defined
-    touched: set[str] = set()
-    with BlobReader(run.root) as read:
-        for i in range(0, len(stale), BATCH_FILES):
-            run.check()
-            rows, done = [], []
-            for path, blob in stale[i:i + BATCH_FILES]:
-                if path in texts:
-                    toks = texts[path][1]
-                else:
-                    try:
-                        toks = TOKEN.findall(read(blob).decode("utf-8", "replace"))
-                    except OSError:
-                        continue
-                counts = Counter(t for t in toks if t in defined)
-                rows.extend((n, path, c) for n, c in counts.items())
-                touched.update(counts)
-                done.append((blob, path))
-            with write(conn):
-                for _blob, path in done:
-                    touched.update(n for (n,) in conn.execute(
-                        "SELECT name FROM code_refs WHERE path = ?", (path,)))
-                    conn.execute("DELETE FROM code_refs WHERE path = ?", (path,))
-                conn.executemany("INSERT OR REPLACE INTO code_refs(name, path, n) VALUES (?,?,?)", rows)
-                conn.executemany("UPDATE code_files SET refs_blob = ? WHERE path = ?", done)
-            stats.refs_files += len(done)
-    stats.new_names = len(new)
-    grep_rows: list[tuple[str, str, int]] = []
-    if new:
-        others = [(p, b) for p, b in conn.execute(
-            "SELECT path, blob FROM code_files WHERE lang != 'readme' AND status != 'skipped'")
-            if p not in stale_paths]
-        if others and len(new) <= GREP_MAX_NAMES:
-            grep_rows = _grep_mentions(run.root, commit, sorted(new), stale_paths, wanted, timeout)
-        elif others:  # many new names (an index resumed after a budget stop): one pass over the rest
-            grep_rows = _count_mentions(run, others, new)
-    # a changed file's definitions are new rows (rank 0 so far); a name defined or undefined
-    # elsewhere changes how its mentions are shared; a file gone no longer mentions anything
-    touched |= new | removed | delta.defined | delta.undefined | delta.unmentioned
-    with write(conn):
-        conn.executemany("INSERT OR REPLACE INTO code_refs(name, path, n) VALUES (?,?,?)", grep_rows)
-        for name in removed:
-            conn.execute("DELETE FROM code_refs WHERE name = ?", (name,))
-        conn.executemany("DELETE FROM code_names WHERE name = ?", [(n,) for n in removed])
-        conn.executemany("INSERT OR IGNORE INTO code_names(name) VALUES (?)", [(n,) for n in new])
-        _rank(conn, touched)
-
-
-def _present(conn, table: str, names: set[str]) -> set[str]:
-    """Which of `names` occur in `table`.name (code_names or code_defs), 500 at a time."""
-    found: set[str] = set()
-    items = sorted(names)
-    for i in range(0, len(items), 500):
-        chunk = items[i:i + 500]
-        found.update(n for (n,) in conn.execute(
-            f"SELECT DISTINCT name FROM {table} WHERE name IN ({','.join('?' * len(chunk))})", chunk))
-    return found
-
-
-def _count_mentions(run: Run, files: list[tuple[str, str]], names: set[str]) -> list[tuple[str, str, int]]:
-    """(name, path, n) for `names` in `files` ((path, blob)), from each blob's tokens."""
-    rows = []
-    with BlobReader(run.root) as read:
-        for path, blob in files:
-            try:
-                text = read(blob).decode("utf-8", "replace")
-            except OSError:
-                continue
-            counts = Counter(t for t in TOKEN.findall(text) if t in names)
-            rows.extend((n, path, c) for n, c in counts.items())
-    return rows
-
-
-def _grep_mentions(root: str, commit: str, names: list[str], skip: set[str], wanted: dict,
-                   timeout: float) -> list[tuple[str, str, int]]:
-    """(name, path, n) for `names` in the files at `commit` not in `skip`, by `git grep -o`."""
-    exts = sorted({os.path.splitext(p)[1] for p, (_e, lang) in wanted.items() if lang is not None})
-    with tempfile.NamedTemporaryFile("w", suffix=".names", delete=False, encoding="utf-8") as fh:
-        fh.write("\n".join(names) + "\n")
-        pattern_file = fh.name
-    try:
-        out = _git(root, ["grep", "-o", "-w", "-F", "-I", "--no-color", "-z", "-f", pattern_file,
-                          commit, "--", *(f"*{e}" for e in exts)], timeout)
-    except (CodeUnavailable, subprocess.TimeoutExpired, OSError):
-        return []  # mentions are for ranking: a missed search leaves ranks low, never wrong rows
-    finally:
-        os.unlink(pattern_file)
-    counts: Counter = Counter()
-    prefix = commit + ":"
-    for line in out.split(b"\n"):
-        if not line:
-            continue
-        parts = line.split(b"\0")
-        if len(parts) < 2:
-            continue
-        path = parts[0].decode("utf-8", "replace")
-        if path.startswith(prefix):
-            path = path[len(prefix):]
-        if path in skip or path not in wanted:
-            continue
-        counts[(parts[-1].decode("utf-8", "replace"), path)] += 1
-    return [(n, p, c) for (n, p), c in counts.items()]
-
-
-def _rank(conn, names: set[str]) -> None:
-    """rank = the number of other files that mention the definition's name, shared among the
-    definitions of that name: twenty `models.py` modules do not each own every file that says
-    `models` (aider's repo map discounts a name defined in many places the same way)."""
-    if not names:
-        return
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS code_touched (name TEXT PRIMARY KEY, "
-                 "n INTEGER NOT NULL DEFAULT 0, d INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID")
-    conn.execute("DELETE FROM code_touched")
-    conn.executemany("INSERT OR IGNORE INTO code_touched(name) VALUES (?)", [(n,) for n in names])
-    conn.execute("UPDATE code_touched SET "
-                 "n = (SELECT count(*) FROM code_refs r WHERE r.name = code_touched.name), "
-                 "d = max(1, (SELECT count(*) FROM code_defs c WHERE c.name = code_touched.name))")
-    conn.execute(
-        "UPDATE code_defs SET rank = ((SELECT n FROM code_touched t WHERE t.name = code_defs.name) - "
-        "EXISTS(SELECT 1 FROM code_refs r WHERE r.name = code_defs.name AND r.path = code_defs.path)) "
-        "* 1.0 / (SELECT d FROM code_touched t WHERE t.name = code_defs.name) "
-        "WHERE name IN (SELECT name FROM code_touched)")
-    conn.execute("DELETE FROM code_touched")
 
 
 def _fail(run: Run, report: SourceReport, reason: str, detail: str) -> None:

@@ -5,7 +5,7 @@ per gate check, the scrape target itself, and the Watchdog.
     rule_groups("https://…/alerts/runbook.md")   # recording groups + the alert group
 
 Every alert's `runbook_url` is `<runbook url>#<anchor>`; the anchors are headings of the
-hand-written alerts/runbook.md (tests/test_artifacts.py checks each one exists).
+hand-written alerts/runbook.md (tests/telemetry/test_artifacts.py checks each one exists).
 """
 
 from __future__ import annotations

@@ -361,7 +361,7 @@ class Pages:
         state; pinned items and the resume anchor first."""
         if not has_table(conn, "memory_items"):
             return ""
-        from memory_core.items.compile import list_cues
+        from memory_core.items.listing import list_cues
 
         out = []
         anchor = conn.execute("SELECT path, line_start, title, content FROM chunks WHERE source = 'memory' AND "

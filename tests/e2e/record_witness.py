@@ -7,7 +7,7 @@ memhealth wrote during them.
 Each scenario leaves `witness-NAME.jsonl` (the transcript, paths scrubbed to
 /home/dev/ledger-service and /home/dev, bulky attachments the witness never reads dropped:
 system-prompt snapshots, tool/agent/skill listings and the copies of API requests) and `witness-NAME.rows.json` (the
-heartbeats: hook, session, event_ref, start, outcome). tests/test_witness.py replays them.
+heartbeats: hook, session, event_ref, start, outcome). tests/probes/test_witness.py replays them.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def heldout_session_start_broken(world):
 def scenario_http_killed(world):
     """serve answers the prompt and the first Read, then dies (SIGKILL) before the second:
     Claude Code records each refused event as a hook_non_blocking_error and goes on."""
-    from tests.hook_serve import HookServe
+    from tests.support.hook_serve import HookServe
 
     hs = HookServe.start(world.root)
     world.cleanup.append(hs.kill)
@@ -160,7 +160,7 @@ def scenario_http_killed(world):
 
 
 def _http_serve(world):
-    from tests.hook_serve import HookServe
+    from tests.support.hook_serve import HookServe
 
     hs = HookServe.start(world.root)
     world.cleanup.append(hs.kill)

@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from tests import code_eval
 from tests.conftest import rows
 from tests.e2e.harness import Session, hook_env
 from tests.e2e.messages_api import ScriptedModel
 from tests.e2e.reached import hook_blocks, position, request_with
+from tests.support import code_eval
 
 REPROPOSAL = "add a middleware that gzips responses"
 NEAR_MISS = "add gzip compression to the nightly database backup script"

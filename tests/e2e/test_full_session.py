@@ -29,7 +29,14 @@ from tests.e2e.harness import (
     settled_capture_outcomes,
 )
 from tests.e2e.messages_api import text, tool_use
-from tests.payloads import PAYLOAD_DIR, SCRUB_HOME, SCRUB_PROJECT, payload_name, scrub, shape
+from tests.support.payloads import (
+    PAYLOAD_DIR,
+    SCRUB_HOME,
+    SCRUB_PROJECT,
+    payload_name,
+    scrub,
+    shape,
+)
 
 pytestmark = pytest.mark.slow  # real servers, browsers or CLIs: `make test-fast` skips these
 
@@ -162,7 +169,7 @@ _DROPPED_ATTACHMENTS = {"prompt_snapshot", "skill_listing", "agent_listing_delta
 
 def _write_transcript_fixture(records: list[dict], project: str, home: str) -> None:
     """tests/fixtures/payloads/transcript.jsonl: this session's transcript, scrubbed, minus
-    the records that only restate the CLI's prompt (for tests/test_ingest_transcripts.py)."""
+    the records that only restate the CLI's prompt (for tests/memory_core/ingest/test_ingest_transcripts.py)."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     extra = ((os.path.join(os.path.dirname(project), "payloads"), "/home/dev/capture"),
              (repo, "/opt/memhealth"))

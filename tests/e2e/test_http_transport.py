@@ -24,7 +24,7 @@ from tests.e2e.conftest import make_world
 from tests.e2e.harness import hook_attachments
 from tests.e2e.messages_api import text, tool_use
 from tests.e2e.reached import after_tool_result, every_hook_block, hook_blocks, request_with
-from tests.hook_serve import HookServe
+from tests.support.hook_serve import HookServe
 
 CUED = ".memhealth/memory/writer-seen-map.md"
 EXTRA = {CUED: """---

@@ -11,7 +11,7 @@ import os
 from tests.conftest import run_cli
 from tests.e2e.harness import hook_attachments
 from tests.e2e.messages_api import text, tool_use
-from tests.gate_fix_helpers import commands_in, run_fix
+from tests.support.gate_fix_helpers import commands_in, run_fix
 
 BOOM = "sh -c 'echo boom >&2; exit 1'"
 

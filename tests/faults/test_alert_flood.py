@@ -10,7 +10,7 @@ import threading
 
 from tests.conftest import payload, rows, run_hook
 from tests.faults.helpers import heartbeats
-from tests.test_serve import ServeProcess
+from tests.telemetry.test_serve import ServeProcess
 
 
 def _body(n: int, tag: str) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import clean_env, payload, rows, run_cli, run_hook
 from tests.faults.helpers import TIMEOUTS
-from tests.otlp_receiver import OtlpReceiver
+from tests.support.otlp_receiver import OtlpReceiver
 
 
 @pytest.mark.parametrize("fault", ["down", "hang", "error", "slow"])

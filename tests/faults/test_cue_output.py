@@ -14,7 +14,7 @@ import subprocess
 
 from tests.conftest import clean_env, memhealth_cmd, payload, rows, run_hook
 from tests.faults.helpers import wait_for
-from tests.test_cues import mem, wal_project  # noqa: F401  (the fixture)
+from tests.memory_core.items.test_cues import mem, wal_project  # noqa: F401  (the fixture)
 
 
 def _touch(project) -> dict:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import clean_env, payload, run_hook
 from tests.faults.helpers import TIMEOUTS, check, gate
-from tests.ollama_standin import OllamaStandin
+from tests.support.ollama_standin import OllamaStandin
 
 
 class TruncatingProxy:

@@ -11,7 +11,7 @@ import socket
 import time
 
 from tests.faults.helpers import wait_for
-from tests.test_serve import ServeProcess
+from tests.telemetry.test_serve import ServeProcess
 
 MB = 1024 * 1024
 

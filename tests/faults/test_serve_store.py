@@ -9,8 +9,8 @@ import os
 
 from tests.conftest import clean_env, payload, rows, run_hook
 from tests.faults.helpers import check, db_path, gate, wait_for
-from tests.otlp_receiver import OtlpReceiver
-from tests.test_serve import ServeProcess
+from tests.support.otlp_receiver import OtlpReceiver
+from tests.telemetry.test_serve import ServeProcess
 
 
 def test_a_database_deleted_under_serve_is_noticed_and_reopened(project):
@@ -72,7 +72,7 @@ def test_serve_all_says_when_a_registered_project_is_lost_and_one_corrupt_store_
     import shutil
     import urllib.request
 
-    from tests.test_serve_all import ServeAll, _env, _init
+    from tests.telemetry.test_serve_all import ServeAll, _env, _init
 
     env = _env(tmp_path / "xdg")
     a, b = tmp_path / "a", tmp_path / "b"

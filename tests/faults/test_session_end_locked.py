@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.conftest import clean_env, payload, run_hook
 from tests.faults.helpers import gate, heartbeats, lock_held, wait_for
-from tests.test_triage import SESSION, listing, turn
+from tests.memory_core.records.test_triage import SESSION, listing, turn
 
 
 def test_a_session_end_under_a_held_lock_still_gets_its_session_captured(project, tmp_path):

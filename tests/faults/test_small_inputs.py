@@ -8,9 +8,9 @@ import json
 import os
 
 from tests.conftest import clean_env, run_cli
-from tests.otlp_receiver import OtlpReceiver
-from tests.test_export import SESSION, config, drive_session, outbox
-from tests.test_serve import ServeProcess
+from tests.support.otlp_receiver import OtlpReceiver
+from tests.telemetry.test_export import SESSION, config, drive_session, outbox
+from tests.telemetry.test_serve import ServeProcess
 
 
 def test_a_corrupt_export_watermark_is_named_and_never_resends_every_span(project):

@@ -9,7 +9,7 @@ import os
 import subprocess
 
 from tests.conftest import clean_env, memhealth_cmd, rows
-from tests.test_triage import SESSION, capture, listing
+from tests.memory_core.records.test_triage import SESSION, capture, listing
 
 PAIRS = 5  # rounds of candidates; each round races confirm against reject on every one
 

@@ -13,7 +13,7 @@ import subprocess
 
 from tests.conftest import payload, rows, run_cli, run_hook
 from tests.faults.helpers import TIMEOUTS, check, db_path, gate, heartbeats, wait_for
-from tests.test_serve import ServeProcess
+from tests.telemetry.test_serve import ServeProcess
 
 
 def test_a_deleted_wal_is_named_and_its_fix_loses_nothing(project):

@@ -18,7 +18,7 @@ The forward pass is BERT as sentence-transformers runs this model (its config.js
 1_Pooling/config.json): WordPiece ids truncated at 256 tokens, word + position + token-type
 embeddings, 6 post-norm encoder layers (hidden 384, 12 heads of 32, feed-forward 1536, GELU
 with the exact erf, LayerNorm eps 1e-12), mean pooling over the attention mask, L2
-normalisation. tests/test_minilm.py checks it against the published quickstart similarities.
+normalisation. tests/memory_core/index/test_minilm.py checks it against the published quickstart similarities.
 """
 
 from __future__ import annotations

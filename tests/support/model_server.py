@@ -19,7 +19,7 @@ OLLAMA_NUM_PARALLEL=1) and a request that cannot get it within `queue_timeout_s`
 alive connection is closed after `idle_timeout_s`. Text over 256 tokens is truncated, or
 with `truncate: false` refused as Ollama refuses it. Every vector is cached by text
 (`cache=False` for throughput measurements), so a suite that ingests the same corpus twice
-pays for it once. The fault-injecting stand-in (tests/ollama_standin.py) stays for faults.
+pays for it once. The fault-injecting stand-in (tests/support/ollama_standin.py) stays for faults.
 """
 
 from __future__ import annotations
