@@ -24,7 +24,7 @@ DEAD_END_KINDS = frozenset({"dead-end", "dead_end"})
 CONFIRMED_STATES = frozenset({"confirmed"})
 DNR_SOURCES = ("memory", "ledger")
 # the entry leg's kinds, written as the partial index chunks_entries (schema migration 5)
-# says them: SQLite uses that index only for this exact term (tests/test_docfreq.py pins it)
+# says them: SQLite uses that index only for this exact term (tests/memory_core/index/test_docfreq.py pins it)
 ENTRY_KINDS_SQL = "kind IN ('dead-end', 'dead_end', 'subsystem')"
 NEVER_OFFERED = ("index",)         # MEMORY.md and the like: a list of items, not an item
 LINEAGE_KINDS = frozenset({"decision", "dead-end", "dead_end", "correction", "record"})

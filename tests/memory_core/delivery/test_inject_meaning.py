@@ -18,7 +18,7 @@ from tests.support.ollama_standin import OllamaStandin, closed_url
 
 NEAR_MISS = "add a static files bucket on S3 with CloudFront for the marketing site's images"
 # the near miss names its target ("the marketing site's images"): the target check holds it
-# before the meaning gate is asked (tests/test_inject_target.py); these tests are the gate's
+# before the meaning gate is asked (tests/memory_core/delivery/test_inject_target.py); these tests are the gate's
 GATE_ALONE = {"MEMHEALTH_INJECTION_FOREIGN_TARGET": "off"}
 REPROPOSAL = "implement background tasks that run after the response has been sent"
 # said in other words than the entry's: no rare word of "Session objects" in it

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from tests import dnr_eval
+from tests.support import dnr_eval
 
 
 def _entry_names(project: str) -> set[str]:

@@ -13,8 +13,8 @@ import json
 import pytest
 
 from memory_core.delivery.target import foreign_target, phrases
-from tests import dnr_eval
 from tests.conftest import clean_env, payload, rows, run_hook
+from tests.support import dnr_eval
 
 
 def _seen(vocab):

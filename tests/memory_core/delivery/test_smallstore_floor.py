@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from memory_core.index import fts
-from tests.heldout_eval import build_smallstore
+from tests.support.heldout_eval import build_smallstore
 
 # decision-db-clock's words said in exactly two of the 55 chunks: "skewed" and "machines"
 # (the record and one doc section); "tolerate" is in none
