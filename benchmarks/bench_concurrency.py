@@ -134,7 +134,7 @@ def bench(quick: bool = False) -> list[dict]:
                         "tool_use_id": f"toolu_{n}_{i}"}
                 spawn_ns, exit_ns, pid = _timed(cmd + ["hook", event], json.dumps(body).encode(), root, env)
                 with lock:
-                    runs.append({"event": event, "spawn_ns": spawn_ns, "exit_ns": exit_ns, "pid": pid})
+                    runs.append({"event": event, "turn": i, "spawn_ns": spawn_ns, "exit_ns": exit_ns, "pid": pid})
 
         helpers = [threading.Thread(target=scraper, daemon=True), threading.Thread(target=floor_runner, daemon=True)]
         for t in helpers:
@@ -193,7 +193,10 @@ def bench(quick: bool = False) -> list[dict]:
                             f"{over} of {len(s)} over 0.5 s"))
     everything = sorted(runs, key=lambda r: r["parts"]["total"])
     cut = pct([r["parts"]["total"] for r in runs], 99)
-    tail = [r["parts"] for r in everything if r["parts"]["total"] >= cut]
+    tail_runs = [r for r in everything if r["parts"]["total"] >= cut]
+    tail = [r["parts"] for r in tail_runs]
+    tail_events = ", ".join(f"{e} {sum(1 for r in tail_runs if r['event'] == e)}" for e in EVENTS)
+    tail_first = sum(1 for r in tail_runs if r["turn"] < len(EVENTS))
     middle = [r["parts"] for r in everything[len(everything) // 4: 3 * len(everything) // 4]]
     unprofiled = sum(1 for r in runs if r["line"] is None)
     ckpt_runs = [r["parts"] for r in runs if r["parts"].get("checkpoints")]
@@ -202,7 +205,8 @@ def bench(quick: bool = False) -> list[dict]:
         row("  where the time goes: the middle half", statistics.fmean(p["total"] for p in middle) / base,
             "x loaded floor", note=_say_phases(_mean_phases(middle))),
         row("  where the time goes: the slowest 1 %", statistics.fmean(p["total"] for p in tail) / base,
-            "x loaded floor", note=_say_phases(_mean_phases(tail)) + f"; {len(tail)} runs >= {cut * 1000:.0f} ms"),
+            "x loaded floor", note=_say_phases(_mean_phases(tail)) + f"; {len(tail)} runs >= {cut * 1000:.0f} ms ({tail_events}; {tail_first} in their "
+                 f"session's first {len(EVENTS)} turns)"),
         row("  runs over 0.5 s", len(slow), "runs",
             note=(_say_phases(_mean_phases(slow)) if slow else "none")
             + f"; {sum(1 for p in slow if p.get('checkpoints'))} of them checkpointed"),
