@@ -12,8 +12,8 @@ try:  # the builtin module: hashlib would load OpenSSL, ~2 ms on every prompt
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-from memory_core.delivery.intent import MAX_SCAN_CHARS, classify, system_turn
-from memory_core.text import clean
+# memory_core.delivery.intent (its patterns, ~1.6 M instructions to import) is imported by
+# the prompt handlers only: the tool and stop hooks never classify a prompt
 
 OPERATOR_NOTES_SHOWN = "gate.operator_notes_shown"  # the NOTE set the person was last shown
 
@@ -128,6 +128,9 @@ def autostart_serve(ctx) -> str | None:
 
 def prompt(ctx) -> str | None:
     """Run the injection cascade, cheapest gate first; every prompt writes a decision row."""
+    from memory_core.delivery.intent import MAX_SCAN_CHARS, classify, system_turn
+    from memory_core.text import clean
+
     raw = ctx.payload.get("prompt")
     if not isinstance(raw, str):
         ctx.problem("missing_field", "UserPromptSubmit payload has no string 'prompt'")
@@ -284,6 +287,7 @@ def prompt_cues(ctx) -> str | None:
     if not isinstance(raw, str):
         return None
     from memory_core.delivery import cues
+    from memory_core.delivery.intent import MAX_SCAN_CHARS
 
     raw = raw[:MAX_SCAN_CHARS]  # what the cascade read, no more
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "prompt")

@@ -358,6 +358,9 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
 
     # 1. the heartbeat row, before any work (the journal line already stands for it)
     hb_id = None
+    from memory_core.store import tx
+
+    profiled = tx.PHASES
     try:
         if conn is None:
             from memory_core.store.db import connect
@@ -368,8 +371,13 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
         from memory_core.store.tx import one_lock_wait
 
         one_lock_wait(conn)  # a held lock costs this hook one busy_timeout, not one per write
+        if profiled is not None:
+            profiled["_db"] = project.db_path
         if os.path.exists(project.spill_path) or os.path.exists(spill.fallback_path(project.spill_path)):
+            t0 = time.perf_counter_ns()
             spill.drain(conn, project.spill_path)
+            if profiled is not None:
+                profiled["drain_ns"] += time.perf_counter_ns() - t0
         hb_id = heartbeat.start(conn, hook, session_id, trace.trace_id, started_ns, event_ref)
     except (MemoryCoreError, OSError) as exc:  # StoreError and its kin are MemoryCoreErrors
         reason = getattr(exc, "reason", "store")
@@ -469,18 +477,46 @@ def _run(event: str, started_ns: int, raw: bytes, trace_id: str,
     # up later in a store that may have been reset since (a reset is not 5 killed prompts)
     journal.ended(project.state_dir, trace_id)
     if journal_size is not None and journal_size > journal.DRAIN_AT_BYTES:
+        t0 = time.perf_counter_ns()
         try:  # no gate or serve has drained it for a while: keep it small
             journal.drain(conn, project.state_dir, cfg["hooks"]["killed_after_s"])
         except (MemoryCoreError, OSError, conn.Error):
             pass
+        if profiled is not None:
+            profiled["drain_ns"] += time.perf_counter_ns() - t0
     if outcome != "ok":
         _say(f"memhealth hook {hook}: {reason}: {detail}")
 
 
+def _write_phases(path: str, event: str, main_ns: int, phases: dict) -> None:
+    """Append this run's phase profile (MEMHEALTH_PHASES) as one JSON line; never raises."""
+    line = {"pid": os.getpid(), "event": event, "main_ns": main_ns, "end_ns": time.time_ns(),
+            **{k: v for k, v in phases.items() if not k.startswith("_")}}
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (json.dumps(line) + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
 def main(argv: list[str]) -> None:
-    """Entry point for `memhealth hook EVENT`: exits 0, skipping interpreter teardown."""
+    """Entry point for `memhealth hook EVENT`: exits 0, skipping interpreter teardown.
+    MEMHEALTH_PHASES=FILE appends where the run's time went (lock wait, commit, checkpoint,
+    drains) to FILE, for the concurrency benchmark; unset, nothing is timed."""
     event = argv[0] if argv else ""
-    run(event)
+    phases_path = os.environ.get("MEMHEALTH_PHASES")
+    if phases_path:
+        from memory_core.store import tx
+
+        main_ns = time.time_ns()
+        phases = tx.profile()
+        run(event)
+        _write_phases(phases_path, event, main_ns, phases)
+    else:
+        run(event)
     try:
         sys.stderr.flush()
     except Exception:  # a closed or broken stderr: the hook still exits 0, as promised

@@ -36,11 +36,27 @@ def _git(root: str, *args: str) -> str | None:
     return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
 
 
+def in_repository(root: str) -> bool:
+    """Whether git can find a repository for `root`: GIT_DIR is set, or a `.git` (the
+    directory, or the file of a linked worktree or submodule) is in `root` or above it, as
+    git's own discovery looks. Outside one, the gate spawns no git and imports no subprocess."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    path = os.path.abspath(root)
+    while True:
+        if os.path.lexists(os.path.join(path, ".git")):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+
+
 def head_state(root: str) -> tuple[str, int] | None:
     """(HEAD's commit id, its committer time in Unix seconds), or None outside a repository."""
     import shutil
 
-    if shutil.which("git") is None:
+    if not in_repository(root) or shutil.which("git") is None:
         return None
     out = _git(root, "log", "-1", "--format=%H %ct", "HEAD")
     if not out:

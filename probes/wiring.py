@@ -22,11 +22,9 @@ Claude Code POSTs (HTTP_HOOKS). An http entry elsewhere is another program's hoo
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
-from urllib.parse import urlsplit
 
 from probes.result import CheckResult, green, red
 
@@ -64,6 +62,9 @@ def our_url(url) -> str | None:
     (http://<loopback>:PORT/memhealth/hook/NAME, serve binds only loopback), else None."""
     if not isinstance(url, str):
         return None
+    import ipaddress  # here: only HTTP hook entries need them (~12 M instructions with urllib)
+    from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(url.strip())
         host = parts.hostname
@@ -282,6 +283,8 @@ def hook_wiring(ev) -> CheckResult:
     scopes = sorted(wiring.scopes, key=["user", "project", "local"].index)
     over_http = ""
     if wiring.http:
+        from urllib.parse import urlsplit
+
         bases = sorted({urlsplit(u).netloc for u in wiring.http.values()})
         over_http = f"; {', '.join(e for e, _h, _t in NEEDED if e in wiring.http)} over HTTP to {', '.join(bases)}"
     return green(f"all {len(NEEDED)} events run memhealth ({', '.join(scopes)} settings{over_http})")

@@ -12,7 +12,6 @@ corpus would never be ingested (the "skipped forever" failure in another form).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 from memory_core.errors import MemoryCoreError
 
@@ -31,21 +30,42 @@ ALIASES: dict[str, str] = {"doc": "docs", "ledgers": "ledger", "transcripts": "t
 SUMMARY_PATH = "*"
 
 
-@dataclass
-class SourceReport:
-    """Counts for one source in one run."""
+class _Counts:
+    """Keyword-built counters compared by value (what the dataclasses these were gave, without
+    importing `dataclasses`: see memory_core.ingest.chunking.Piece). FIELDS: (name, default
+    factory) in order; REPR_SKIP: fields left out of repr."""
 
-    files_seen: int = 0
-    files_changed: int = 0
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    errors: int = 0
-    malformed: int = 0          # lines that are not usable records (transcripts, ledgers)
-    filtered: int = 0           # machine-generated turns and other non-memory text
-    notes: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    summary: dict = field(default_factory=dict, repr=False)  # extra state for the "*" row
-    extra: dict = field(default_factory=dict)  # a source's own counts (code: files, defs, ...)
+    FIELDS: tuple[tuple[str, type], ...] = ()
+    REPR_SKIP: frozenset[str] = frozenset()
+    __hash__ = None
+
+    def __init__(self, **values):
+        for name, factory in self.FIELDS:
+            setattr(self, name, values.pop(name) if name in values else factory())
+        if values:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword argument(s) {', '.join(values)}")
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n, _f in self.FIELDS)
+
+    def __repr__(self) -> str:
+        shown = (f"{n}={getattr(self, n)!r}" for n, _f in self.FIELDS if n not in self.REPR_SKIP)
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class SourceReport(_Counts):
+    """Counts for one source in one run: files_seen, files_changed, chunks_added,
+    chunks_removed, errors, malformed (lines that are not usable records: transcripts,
+    ledgers), filtered (machine-generated turns and other non-memory text), notes,
+    elapsed_s, summary (extra state for the "*" row), extra (a source's own counts: code's
+    files, defs, ...)."""
+
+    FIELDS = (("files_seen", int), ("files_changed", int), ("chunks_added", int), ("chunks_removed", int),
+              ("errors", int), ("malformed", int), ("filtered", int), ("notes", list), ("elapsed_s", float),
+              ("summary", dict), ("extra", dict))
+    REPR_SKIP = frozenset({"summary"})
 
     def to_dict(self) -> dict:
         return {"files_seen": self.files_seen, "files_changed": self.files_changed,
@@ -55,20 +75,16 @@ class SourceReport:
                 **({"code": dict(self.extra)} if self.extra else {})}
 
 
-@dataclass
-class IngestReport:
-    """The result of `run_ingest`: per-source counts, vectors, elapsed, budget."""
+class IngestReport(_Counts):
+    """The result of `run_ingest`: per-source counts (sources), frequencies_recounted (kept
+    word frequencies counted again: memory_core.index.docfreq), elapsed_s, budget_s,
+    budget_exhausted, vectors_embedded, vectors_pending, vectors_state (not_configured | ok
+    | degraded | unavailable), vectors_detail, vectors_backfill (after the vector phase:
+    done | budget | degraded)."""
 
-    sources: dict[str, SourceReport] = field(default_factory=dict)
-    frequencies_recounted: int = 0  # kept word frequencies counted again (memory_core.index.docfreq)
-    elapsed_s: float = 0.0
-    budget_s: float = 0.0
-    budget_exhausted: bool = False
-    vectors_embedded: int = 0
-    vectors_pending: int = 0
-    vectors_state: str = "not_configured"   # not_configured | ok | degraded | unavailable
-    vectors_detail: str = ""
-    vectors_backfill: str = ""              # after the vector phase: done | budget | degraded
+    FIELDS = (("sources", dict), ("frequencies_recounted", int), ("elapsed_s", float), ("budget_s", float),
+              ("budget_exhausted", bool), ("vectors_embedded", int), ("vectors_pending", int),
+              ("vectors_state", lambda: "not_configured"), ("vectors_detail", str), ("vectors_backfill", str))
 
     @property
     def errors(self) -> int:

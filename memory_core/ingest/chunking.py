@@ -11,9 +11,12 @@ like and shift every range after them.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass
+
+try:  # the builtin module, the same digest: hashlib would load OpenSSL (~11 M instructions)
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b as _blake2b
 
 from memory_core.text import split_lines
 
@@ -25,20 +28,34 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FM_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*)$")
 
 
-@dataclass(slots=True)
 class Piece:
-    """One chunk before it is stored."""
+    """One chunk before it is stored. A plain class, not a dataclass: `dataclasses` imports
+    `inspect` (~50 M instructions), and the gate reaches this module through its link check."""
 
-    line_start: int | None
-    line_end: int | None
-    title: str
-    content: str
-    kind: str | None = None
-    attrs: dict | None = None
+    __slots__ = ("line_start", "line_end", "title", "content", "kind", "attrs")
+    __hash__ = None  # mutable, compared by value (as the dataclass it replaces)
+
+    def __init__(self, line_start: int | None, line_end: int | None, title: str, content: str,
+                 kind: str | None = None, attrs: dict | None = None):
+        self.line_start = line_start
+        self.line_end = line_end
+        self.title = title
+        self.content = content
+        self.kind = kind
+        self.attrs = attrs
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other):
+        return self._key() == other._key() if type(other) is type(self) else NotImplemented
+
+    def __repr__(self) -> str:
+        return "Piece(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
 
 def content_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+    return _blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
 
 
 def frontmatter(lines: list[str], max_lines: int = 200) -> tuple[dict[str, str], int]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 
 from memory_core.ingest.base import SUMMARY_PATH
 from memory_core.text import clean
@@ -34,12 +33,25 @@ from memory_core.text import clean
 RACY_NS = 2_000_000_000
 
 
-@dataclass(slots=True)
 class Mark:
-    mtime_ns: int | None
-    size: int | None
-    offset: int | None
-    state: dict
+    """A file's watermark row (a plain class: see memory_core.ingest.chunking.Piece)."""
+
+    __slots__ = ("mtime_ns", "size", "offset", "state")
+    __hash__ = None
+
+    def __init__(self, mtime_ns: int | None, size: int | None, offset: int | None, state: dict):
+        self.mtime_ns = mtime_ns
+        self.size = size
+        self.offset = offset
+        self.state = state
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "Mark(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
     @property
     def racy(self) -> bool:

@@ -9,6 +9,9 @@ Every writer in every layer goes through here, so the same failure raises the sa
 
 from __future__ import annotations
 
+import os
+import time
+
 from memory_core.errors import (
     StoreCorrupt,
     StoreError,
@@ -59,6 +62,38 @@ def one_lock_wait(conn) -> None:
     _ONE_WAIT.add(id(conn))
 
 
+# -- phase profile: where a write's time goes (benchmarks/bench_concurrency.py) ---------------
+# None unless a profiling caller sets it (a hook under MEMHEALTH_PHASES): then every write
+# adds its BEGIN IMMEDIATE wait, its COMMIT time, and the part of that COMMIT spent in a WAL
+# checkpoint SQLite ran inside it (wal_autocheckpoint: the commit that pushes the WAL past
+# 1,000 pages copies it back into the database and fsyncs both before COMMIT returns).
+PHASES: dict | None = None
+
+
+def profile() -> dict:
+    """Start the phase profile of this process's writes. The caller sets "_db" to the store's
+    path once it knows it: in WAL mode only a checkpoint writes the database file itself, so
+    a commit after which the file's mtime or size moved ran one."""
+    global PHASES
+    PHASES = {"writes": 0, "lock_wait_ns": 0, "commit_ns": 0, "checkpoints": 0, "checkpoint_ns": 0,
+              "drain_ns": 0, "_db": ""}
+    return PHASES
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """(mtime ns, size) of the database file, by stat: never by opening it, since closing
+    any descriptor of a file drops every POSIX lock this process holds on it, SQLite's among
+    them (https://www.sqlite.org/howtocorrupt.html, section 2.2)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
+
+
+# -- end phase profile --------------------------------------------------------------------------
+
+
 class write:
     """`with write(conn):` runs the block in BEGIN IMMEDIATE, so a writer takes the lock up
     front: busy_timeout cannot rescue a deferred read-to-write upgrade (measured: 3,949 of 4,000 writes locked with 8 writers)."""
@@ -69,9 +104,12 @@ class write:
         self.conn = conn
 
     def __enter__(self):
+        t0 = time.perf_counter_ns() if PHASES is not None else 0
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except self.conn.Error as exc:
+            if PHASES is not None:
+                PHASES["lock_wait_ns"] += time.perf_counter_ns() - t0
             err = classify(exc)
             if err.reason == "db_locked" and id(self.conn) in _ONE_WAIT:
                 try:
@@ -79,12 +117,18 @@ class write:
                 except self.conn.Error:
                     pass
             raise err from exc
+        if PHASES is not None:
+            PHASES["lock_wait_ns"] += time.perf_counter_ns() - t0
+            PHASES["writes"] += 1
         return self.conn
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             try:
-                self.conn.execute("COMMIT")
+                if PHASES is None:
+                    self.conn.execute("COMMIT")
+                else:
+                    self._profiled_commit()
             except self.conn.Error as err:
                 self._rollback()
                 raise classify(err) from err
@@ -93,6 +137,16 @@ class write:
         if isinstance(exc, self.conn.Error):
             raise classify(exc) from exc
         return False
+
+    def _profiled_commit(self):
+        before = _stamp(PHASES["_db"])
+        t0 = time.perf_counter_ns()
+        self.conn.execute("COMMIT")
+        took = time.perf_counter_ns() - t0
+        PHASES["commit_ns"] += took
+        if _stamp(PHASES["_db"]) != before:  # the file was written: a checkpoint ran (ours, as a rule)
+            PHASES["checkpoints"] += 1
+            PHASES["checkpoint_ns"] += took
 
     def _rollback(self):
         try:

@@ -27,6 +27,28 @@ def test_every_command_in_the_table_is_registered_with_help_text(name, capsys):
     assert info.value.code == 0 and capsys.readouterr().out.startswith(f"usage: memhealth {name}")
 
 
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_one_command_parser_parses_and_helps_as_the_whole_table_does(name):
+    """`memhealth NAME ...` registers only NAME's subparser: the same help, the same defaults."""
+    def sub(parser):
+        return next(a for a in parser._actions if a.dest == "command").choices
+
+    alone, whole = sub(build_parser(name)), sub(build_parser())
+    assert list(alone) == [name]
+    assert alone[name].format_help() == whole[name].format_help()
+    assert [a.dest for a in alone[name]._actions] == [a.dest for a in whole[name]._actions]
+
+
+def test_a_one_command_run_imports_no_other_command_module():
+    import subprocess
+    import sys
+
+    probe = ("import sys; from memhealth.cli import build_parser; build_parser('gate'); "
+             "print(sorted(m for m in sys.modules if m.startswith('memhealth.cmd_')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout.strip()) == (0, "['memhealth.cmd_gate']"), out.stderr
+
+
 def test_help_through_the_installed_entry_point():
     proc = run_cli("gate", "--help")
     assert proc.returncode == 0 and "usage: memhealth gate" in proc.stdout

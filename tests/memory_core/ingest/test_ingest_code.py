@@ -521,3 +521,18 @@ def test_incremental_runs_end_where_a_cold_index_of_the_same_commit_does(conn, r
     assert _snapshot(conn) == _snapshot(fresh)
     assert code_index.definitions(conn, "GZipMiddleware") == []
     assert {d["path"] for d in code_index.definitions(conn, "Compressor")} == {"app/compress.py", "web/extra.js"}
+
+
+def test_head_state_finds_the_repository_from_a_subdirectory_and_none_outside_one(repo, tmp_path):
+    """The gate spawns git only where git finds a repository: from a subdirectory of one
+    (a `.git` above), in a linked worktree (a `.git` file), never in a plain directory."""
+    from probes.code_index import head_state, in_repository
+
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert head_state(str(repo / "app" / "middleware"))[0] == head
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", str(linked))
+    assert (linked / ".git").is_file() and head_state(str(linked))[0] == head
+    plain = tmp_path / "plain" / "deep"
+    plain.mkdir(parents=True)
+    assert not in_repository(str(plain)) and head_state(str(plain)) is None

@@ -27,6 +27,23 @@ def test_migrations_are_numbered_one_up_without_gaps():
     assert numbers == list(range(1, numbers[-1] + 1))
 
 
+def test_latest_names_the_last_migration_and_a_current_store_opens_without_the_ddl(tmp_path):
+    """schema.LATEST is written out so that opening a current store never imports the DDL
+    module (every hook opens the store); it must name the last migration there."""
+    import subprocess
+    import sys
+
+    from memory_core.store import migrations
+
+    assert LATEST == migrations.MIGRATIONS[-1][0]
+    connect(tmp_path / "memory.db").close()  # born: every migration ran
+    probe = ("import sys; from memory_core.store.db import connect; "
+             f"connect({str(tmp_path / 'memory.db')!r}).execute('SELECT count(*) FROM heartbeats').fetchone(); "
+             "print('memory_core.store.migrations' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout.strip()) == (0, "False"), out.stderr
+
+
 def test_an_old_database_file_opens_with_current_code_and_keeps_its_rows(tmp_path):
     copy = tmp_path / "memory.db"
     shutil.copy(os.path.join(FIXTURES, "memory-v1.db"), copy)
