@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from memory_core.errors import StoreError
 
-# The number of the last migration in memory_core.store.migrations (tests/test_store.py
+# The number of the last migration in memory_core.store.migrations (tests/memory_core/store/test_store.py
 # keeps them equal): kept here so that opening a current store never imports the DDL.
 LATEST = 11
 
