@@ -17,6 +17,7 @@ import uuid
 from importlib import resources
 
 from memhealth.installer import init_project, launcher_argv
+from memory_core.outbox import heartbeat_reads
 from memory_core.store.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
@@ -279,9 +280,7 @@ def _wait_for_capture(root: str, limit_s: float = 60.0) -> bool:
     try:
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:
-            total, running = conn.execute(
-                "SELECT count(*), count(*) FILTER (WHERE outcome IS NULL) FROM heartbeats "
-                "WHERE hook = 'capture'").fetchone()
+            total, running = heartbeat_reads.runs_and_running(conn, "capture")
             if total and not running:
                 return True
             time.sleep(0.05)

@@ -16,6 +16,7 @@ import time
 
 from memory_core.index import docfreq
 from memory_core.index.vectors import count_check, vector_count
+from memory_core.outbox import heartbeat_reads
 from memory_core.store.db import sqlite3, write
 from memory_core.store.meta import VECTORS_BACKFILL, get_meta, set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
@@ -360,9 +361,7 @@ def teammate_memory(ev) -> list[tuple[str, str, str]]:
     from memory_core.store.meta import get_meta
 
     me = (get_meta(ev.conn, "git.user_email") or "").strip().lower()
-    row = ev.conn.execute("SELECT max(ended_ns) FROM heartbeats WHERE hook = 'session-end' "
-                          "AND outcome = 'ok'").fetchone()
-    since_ns = row[0] if row and row[0] else 0
+    since_ns = heartbeat_reads.newest_ok_end_ns(ev.conn, "session-end") or 0
     out = []
     for path, attrs in ev.conn.execute(
             "SELECT path, attrs FROM chunks WHERE source = 'memory' AND attrs LIKE '%\"git\"%' "
@@ -587,10 +586,7 @@ def cue_delivery(ev) -> CheckResult:
     except ValueError:
         since_ns = 0
     cutoff = max(ev.now_ns - int(CUE_WINDOW_S * 1e9), since_ns, acked + 1)
-    total, missing = conn.execute(
-        "SELECT count(*), coalesce(sum(NOT EXISTS (SELECT 1 FROM cue_audit a WHERE a.trace_id = h.trace_id)), 0) "
-        "FROM heartbeats h WHERE h.hook = 'pre-tool' AND h.started_ns >= ? AND h.outcome = 'ok'",
-        (cutoff,)).fetchone()
+    total, missing = heartbeat_reads.tool_calls_without_cue_audit(conn, cutoff)
     if missing >= CUE_MISSING_MIN and missing > CUE_MISSING_SHARE * total:
         reds.append((f"cues stopped being evaluated: {missing} of {total} tool calls in the last "
                      f"{ago(CUE_WINDOW_S)} left no cue audit row",

@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 
 from memory_core.delivery.intent import system_turn
 from memory_core.errors import MemoryCoreError
+from memory_core.outbox import heartbeat_reads
 from memory_core.outbox.rollups import bump
 from memory_core.store.db import write
 from memory_core.store.meta import get_meta, set_meta
@@ -539,16 +540,6 @@ def _skip_line(fh, pos: int) -> int | None:
         pos += len(block)
 
 
-def _recorded_refs(conn, refs: list[str]) -> set[tuple[str, str]]:
-    """(hook, event_ref) of the rows carrying these refs: one query per 500."""
-    found: set[tuple[str, str]] = set()
-    unique = sorted(set(refs))
-    for i in range(0, len(unique), 500):
-        part = unique[i:i + 500]
-        found.update(conn.execute(
-            f"SELECT hook, event_ref FROM heartbeats WHERE event_ref IN ({','.join('?' * len(part))})", part))
-    return found
-
 
 def _matched(conn, ev: dict, used: set[int], recorded: set[tuple[str, str]]) -> bool:
     hook = HOOK_OF[ev["e"]]
@@ -556,15 +547,11 @@ def _matched(conn, ev: dict, used: set[int], recorded: set[tuple[str, str]]) -> 
     if ev.get("ref") and (hook, ev["ref"]) in recorded:
         return True
     if ev["e"] == "SessionStart" and not ev.get("window"):
-        return conn.execute("SELECT 1 FROM heartbeats WHERE hook = 'session-start' AND session_id = ? LIMIT 1",
-                            (ev["sid"],)).fetchone() is not None
+        return heartbeat_reads.session_started(conn, ev["sid"])
     lo, hi = (ts - COMPACT_WINDOW_NS, ts + 5 * 10**9) if ev["e"] == "PreCompact" else \
         (ts - MATCH_WINDOW_NS, ts + MATCH_WINDOW_NS)
-    ref_clause = "" if ev["e"] == "PreCompact" else " AND event_ref IS NULL"
-    for (hb_id,) in conn.execute(
-            "SELECT id FROM heartbeats WHERE hook = ? AND (session_id = ? OR session_id IS NULL) "
-            f"AND started_ns BETWEEN ? AND ?{ref_clause} ORDER BY started_ns LIMIT ?",
-            (hook, ev["sid"], lo, hi, len(used) + 1)):  # enough rows to reach an unused one
+    for hb_id in heartbeat_reads.unreferenced_ids(  # enough rows to reach an unused one
+            conn, hook, ev["sid"], lo, hi, len(used) + 1, with_ref=ev["e"] == "PreCompact"):
         if hb_id not in used:
             used.add(hb_id)
             return True
@@ -581,7 +568,7 @@ def _judge(conn, observer: Observer, floor: int, report: Report, path: str,
     last_ok: dict[str, int] = {}
     keep: list[dict] = []
     overflow = len(observer.pending) - MAX_PENDING
-    recorded = _recorded_refs(conn, [e["ref"] for i, e in enumerate(observer.pending)
+    recorded = heartbeat_reads.refs_recorded(conn, [e["ref"] for i, e in enumerate(observer.pending)
                                      if e.get("ref") and (e.get("ready") or i < overflow)])
     for i, ev in enumerate(observer.pending):
         if not ev.get("ready") and i >= overflow:

@@ -24,6 +24,7 @@ from memory_core.errors import StoreError
 from memory_core.index import code as code_index
 from memory_core.index import docfreq
 from memory_core.index.vectors import vector_count
+from memory_core.outbox import gate_log
 from memory_core.store.db import connect, load_vec, sqlite3
 from memory_core.store.meta import get_meta
 from telemetry.catalog import (
@@ -190,13 +191,12 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
 
     _read_code_index(conn, families)
 
-    latest = conn.execute("SELECT max(id) FROM gate_runs").fetchone()[0]
+    latest = gate_log.latest_run_id(conn)
     current_state = None
     if latest is not None:
         fam = families["memhealth_gate_check_status"]
         enum = families["memhealth_gate_check_state"]
-        for name, status, state in conn.execute(
-                "SELECT name, status, state FROM gate_checks WHERE run_id = ?", (latest,)):
+        for name, status, state in gate_log.check_states(conn, latest):
             if status in GATE_STATUS_VALUES:
                 check = str(name)[:MAX_LABEL_CHARS]
                 fam.samples[(check,)] = float(GATE_STATUS_VALUES[status])

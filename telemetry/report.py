@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 
+from memory_core.outbox import gate_log, heartbeat_reads
 from memory_core.store.meta import meta_with_prefix
 from telemetry.catalog import INJECTION_OUTCOMES
 
@@ -94,10 +95,7 @@ def _session_cost(conn, since: int, until: int) -> dict:
 def _invocations(conn, since: int) -> dict:
     per_day: dict[tuple, dict] = {}
     totals: dict[str, dict] = {}
-    for day, hook, outcome, n in conn.execute(
-            f"SELECT {_day('started_ns')} AS day, hook, ifnull(outcome, 'running'), count(*) "
-            "FROM heartbeats WHERE started_ns >= ? GROUP BY day, hook, outcome ORDER BY day, hook",
-            (since,)):
+    for day, hook, outcome, n in heartbeat_reads.outcomes_by_day(conn, since):
         row = per_day.setdefault((day, hook), {"day": day, "hook": hook, "total": 0, "ok": 0,
                                                "error": 0, "killed": 0, "running": 0})
         row[outcome] = row.get(outcome, 0) + n
@@ -114,10 +112,7 @@ def _invocations(conn, since: int) -> dict:
 
 def _failures(conn, since: int) -> dict:
     per_day = [{"day": d, "hook": h, "family": r or "unknown", "count": n}
-               for d, h, r, n in conn.execute(
-                   f"SELECT {_day('started_ns')} AS day, hook, reason, count(*) FROM heartbeats "
-                   "WHERE started_ns >= ? AND outcome IN ('error', 'killed') "
-                   "GROUP BY day, hook, reason ORDER BY day, hook, count(*) DESC", (since,))]
+               for d, h, r, n in heartbeat_reads.failures_by_day(conn, since)]
     by_family: dict[str, int] = {}
     for row in per_day:
         by_family[row["family"]] = by_family.get(row["family"], 0) + row["count"]
@@ -128,10 +123,7 @@ def _failures(conn, since: int) -> dict:
 
 def _killed(conn, since: int) -> list[dict]:
     return [{"hook": h, "count": n, "last_started_ns": last}
-            for h, n, last in conn.execute(
-                "SELECT hook, count(*), max(started_ns) FROM heartbeats "
-                "WHERE started_ns >= ? AND outcome = 'killed' GROUP BY hook ORDER BY count(*) DESC",
-                (since,))]
+            for h, n, last in heartbeat_reads.killed_since(conn, since)]
 
 
 def _injection(conn, since: int) -> dict:
@@ -198,23 +190,16 @@ def _cues(conn, since: int) -> dict:
 
 def _gate(conn, since: int) -> dict:
     per_day: dict[str, dict] = {}
-    for day, verdict, n in conn.execute(
-            f"SELECT {_day('ts_ns')} AS day, verdict, count(*) FROM gate_runs WHERE ts_ns >= ? "
-            "GROUP BY day, verdict ORDER BY day", (since,)):
+    for day, verdict, n in gate_log.verdicts_by_day(conn, since):
         row = per_day.setdefault(day, {"day": day, "green": 0, "red": 0})
         row[verdict] = row.get(verdict, 0) + n
     recent = []
-    for run_id, ts, total, green, red, verdict in conn.execute(
-            "SELECT id, ts_ns, total, green, red, verdict FROM gate_runs WHERE ts_ns >= ? "
-            "ORDER BY id DESC LIMIT 10", (since,)).fetchall():
-        reds = [name for (name,) in conn.execute(
-            "SELECT name FROM gate_checks WHERE run_id = ? AND status = 'red' ORDER BY name", (run_id,))]
+    for run_id, ts, total, green, red, verdict in gate_log.recent_runs(conn, 10, since):
+        reds = [name for _rid, name in gate_log.red_checks_of(conn, [run_id])]
         recent.append({"ts_ns": ts, "verdict": verdict, "green": green, "total": total, "red": red,
                        "red_checks": reds})
     red_checks: dict[str, int] = {}
-    for name, n in conn.execute(
-            "SELECT c.name, count(*) FROM gate_checks c JOIN gate_runs r ON r.id = c.run_id "
-            "WHERE r.ts_ns >= ? AND c.status = 'red' GROUP BY c.name ORDER BY count(*) DESC", (since,)):
+    for name, n in gate_log.red_counts_since(conn, since):
         red_checks[name] = n
     return {"per_day": [per_day[d] for d in sorted(per_day)], "recent": recent, "red_checks": red_checks,
             "acks": _acks(conn)}
@@ -415,8 +400,7 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
             if block in ABLATION_BLOCKS:
                 arm["blocks"][block][key] += 1
     reds = []
-    for ts, verdict in conn.execute("SELECT ts_ns, verdict FROM gate_runs WHERE ts_ns >= ? ORDER BY ts_ns",
-                                    (lo,)):
+    for ts, verdict in gate_log.verdicts_since(conn, lo):
         if verdict == "red":
             reds.append(ts)
         arm = arm_of(ts) if ts < hi else None
@@ -426,8 +410,7 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
     # an episode: the hook failures a RED verdict is the first to follow; its onset is the
     # earliest of them, and it belongs to the arm in force then
     episodes: dict[int | None, int] = {}
-    for ts, in conn.execute("SELECT started_ns FROM heartbeats WHERE hook != 'gate' AND outcome IN "
-                            "('error', 'killed') AND started_ns >= ? AND started_ns < ?", (lo, hi)):
+    for ts in heartbeat_reads.failure_starts(conn, lo, hi):
         arm = arm_of(ts)
         if arm is None:
             continue
@@ -468,9 +451,7 @@ def _ablation_cost(conn, lo: int, hi: int, arm_of) -> None:
             if arm is not None:
                 arm["cost"]["context_chars"] += chars
                 arm["cost"]["context_tokens_est"] += estimate_tokens(chars)
-    for ts, ms in conn.execute("SELECT started_ns, (ended_ns - started_ns) / 1e6 FROM heartbeats WHERE hook NOT IN "
-                               "('gate', 'capture') AND ended_ns IS NOT NULL AND started_ns >= ? AND started_ns < ?",
-                               (lo, hi)):
+    for ts, ms in heartbeat_reads.session_hook_wall_ms(conn, lo, hi):
         arm = arm_of(ts)
         if arm is not None:
             arm["cost"]["hook_ms"] += max(0.0, ms)

@@ -15,9 +15,9 @@ after the tool, before its result reaches Claude, so both count as wall time add
 
 from __future__ import annotations
 
+from memory_core.outbox import heartbeat_reads
 from memory_core.outbox.costs import CHARS_PER_TOKEN, KINDS, estimate_tokens
 
-HOOK_ROWS = "hook NOT IN ('gate', 'capture')"  # the gate's own runs and the detached worker are not a session's hooks
 MAX_SESSIONS = 20  # sessions listed one by one (newest first); totals cover the whole window
 TOOL_HOOKS = ("pre-tool", "post-tool")
 
@@ -53,9 +53,7 @@ def build(conn, since_ns: int, until_ns: int) -> dict:
             sessions[sid] = {"session_id": sid, "first_ns": None, **_blank()}
         return sessions[sid]
 
-    for hook, sid, started, ended in conn.execute(
-            f"SELECT hook, session_id, started_ns, ended_ns FROM heartbeats WHERE {HOOK_ROWS} AND "
-            "started_ns >= ? AND started_ns < ? AND ended_ns IS NOT NULL", (since_ns, until_ns)):
+    for hook, sid, started, ended in heartbeat_reads.session_hook_runs(conn, since_ns, until_ns):
         ms = max(0, ended - started) / 1e6
         s = session(sid)
         s["first_ns"] = started if s["first_ns"] is None else min(s["first_ns"], started)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from urllib.parse import urlencode
 
+from memory_core.outbox import gate_log, heartbeat_reads
 from telemetry.console.html import (
     GATE_HISTORY,
     HEARTBEAT_DAYS,
@@ -42,8 +43,7 @@ class Pages:
 
     def health(self, conn, params) -> tuple[str, str]:
         out = []
-        run = conn.execute("SELECT id, ts_ns, total, green, red, verdict, duration_ms FROM gate_runs "
-                           "ORDER BY id DESC LIMIT 1").fetchone()
+        run = gate_log.latest_run(conn)
         out.append("<section aria-labelledby=\"now\"><h2 id=\"now\">Verdict now</h2>")
         if run is None:
             out.append("<p>No gate run recorded yet. It runs at every session start and on serve's "
@@ -54,9 +54,7 @@ class Pages:
                     else f"MEMORY-HEALTH: {total}/{total} GREEN")
             out.append(f'<p class="verdict">{status_badge(verdict)} <strong>{esc(head)}</strong> '
                        f'<span class="muted">run #{rid} at {when(ts)}, {esc(fmt(ms))} ms</span></p>')
-            checks = conn.execute(
-                "SELECT name, status, state, detail, fix, duration_ms FROM gate_checks WHERE run_id = ? "
-                "ORDER BY CASE status WHEN 'red' THEN 0 WHEN 'note' THEN 1 ELSE 2 END, name", (rid,)).fetchall()
+            checks = gate_log.checks_of(conn, rid)
             out.append("<table><caption class=\"muted\">Every check of the latest run, REDs first</caption>"
                        "<thead><tr><th scope=\"col\">Status</th><th scope=\"col\">Check</th>"
                        "<th scope=\"col\">State</th><th scope=\"col\">Detail</th><th scope=\"col\">FIX</th>"
@@ -68,14 +66,11 @@ class Pages:
             out.append("</tbody></table>")
         out.append("</section>")
 
-        runs = conn.execute("SELECT id, ts_ns, total, green, red, verdict FROM gate_runs ORDER BY id DESC "
-                            f"LIMIT {GATE_HISTORY}").fetchall()
+        runs = gate_log.recent_runs(conn, GATE_HISTORY)
         if runs:
             ids = [r[0] for r in runs]
             reds: dict[int, list[str]] = {}
-            marks = ",".join("?" * len(ids))
-            for rid, name in conn.execute(f"SELECT run_id, name FROM gate_checks WHERE status = 'red' AND "
-                                          f"run_id IN ({marks}) ORDER BY name", ids):
+            for rid, name in gate_log.red_checks_of(conn, ids):
                 reds.setdefault(rid, []).append(name)
             out.append("<section aria-labelledby=\"hist\"><h2 id=\"hist\">Verdict history</h2>"
                        f"<table><caption class=\"muted\">The last {len(runs)} gate runs</caption><thead><tr>"
@@ -88,10 +83,7 @@ class Pages:
 
         since = time.time_ns() - HEARTBEAT_DAYS * 86400 * 10 ** 9
         per: dict[tuple, dict] = {}
-        for day, hook, outcome, reason, n in conn.execute(
-                "SELECT date(started_ns / 1000000000, 'unixepoch') AS day, hook, ifnull(outcome, 'open'), "
-                "reason, count(*) FROM heartbeats WHERE started_ns >= ? GROUP BY day, hook, outcome, reason "
-                "ORDER BY day DESC, hook", (since,)):
+        for day, hook, outcome, reason, n in heartbeat_reads.outcomes_and_reasons_by_day(conn, since):
             row = per.setdefault((day, hook), {"ok": 0, "error": {}, "killed": 0, "open": 0})
             if outcome == "error":
                 row["error"][reason or "unknown"] = row["error"].get(reason or "unknown", 0) + n

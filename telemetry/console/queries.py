@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+from memory_core.outbox import heartbeat_reads
 from telemetry.console.html import clip, loads_detail
 
 CONTEXT_LINES = 2  # transcript lines shown either side of a candidate
@@ -43,12 +44,8 @@ def last_runs(conn, since_ns: int) -> list[tuple]:
             counts[hook] = counts.get(hook, 0) + (int(value) if lab.get("outcome") == "ok" else 0)
     out = []
     for hook in sorted(counts):
-        ok = conn.execute("SELECT ended_ns FROM heartbeats WHERE hook = ? AND outcome = 'ok' "
-                          "ORDER BY id DESC LIMIT 1", (hook,)).fetchone()
-        bad = conn.execute("SELECT started_ns, outcome, reason FROM heartbeats WHERE hook = ? AND started_ns >= ? "
-                           "AND outcome IN ('error', 'killed') ORDER BY id DESC LIMIT 1",
-                           (hook, since_ns)).fetchone()
-        out.append((hook, ok[0] if ok else None, counts[hook], bad))
+        bad = heartbeat_reads.last_failure_since(conn, hook, since_ns)
+        out.append((hook, heartbeat_reads.last_ok_end_ns(conn, hook), counts[hook], bad))
     return out
 
 
