@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core.outbox import gate_log, heartbeat_reads
+from memory_core.outbox import gate_log, heartbeat_reads, witness_log
 from memory_core.store.meta import meta_with_prefix
 from telemetry.catalog import INJECTION_OUTCOMES
 
@@ -80,10 +80,7 @@ def _witness(conn, since: int) -> list[dict]:
         return []
     return [{"day": d, "event": e, "kind": k, "count": n, "exit_code": x, "stderr": err or "",
              "sessions": sessions}
-            for d, e, k, x, err, n, sessions in conn.execute(
-                f"SELECT {_day('last_ns')} AS day, event, kind, exit_code, stderr, sum(n), "
-                "count(DISTINCT session_id) FROM witness_findings WHERE last_ns >= ? "
-                "GROUP BY day, event, kind, exit_code, stderr ORDER BY day, event", (since,))]
+            for d, e, k, x, err, n, sessions in witness_log.findings_by_day(conn, since)]
 
 
 def _session_cost(conn, since: int, until: int) -> dict:
