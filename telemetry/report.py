@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core.outbox import gate_log, heartbeat_reads, witness_log
+from memory_core.outbox import alert_log, gate_log, heartbeat_reads, witness_log
 from memory_core.store.meta import meta_with_prefix
 from telemetry.catalog import INJECTION_OUTCOMES
 
@@ -228,9 +228,7 @@ def _alerts(conn, since: int) -> list[dict]:
     if not _has_table(conn, "alert_decisions"):
         return []
     return [{"route": r, "decision": d, "count": n}
-            for r, d, n in conn.execute(
-                "SELECT route, decision, count(*) FROM alert_decisions WHERE ts_ns >= ? "
-                "GROUP BY route, decision ORDER BY route, decision", (since,))]
+            for r, d, n in alert_log.counts_since(conn, since)]
 
 
 def _telemetry(conn) -> dict:

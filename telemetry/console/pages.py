@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from urllib.parse import urlencode
 
-from memory_core.outbox import gate_log, heartbeat_reads
+from memory_core.outbox import alert_log, gate_log, heartbeat_reads
 from telemetry.console.html import (
     GATE_HISTORY,
     HEARTBEAT_DAYS,
@@ -484,24 +484,14 @@ class Pages:
                        f"<td class=\"num\">{'<span class=red>0</span>' if not left else left}</td>"
                        f"<td class=\"num\">{dig['folded']}</td><td>{esc(dig['noisiest'] or '—')}</td></tr>")
         out.append("</tbody></table>")
-        digests = conn.execute("SELECT ts_ns, route, detail FROM alert_decisions WHERE decision = 'digest' "
-                               "ORDER BY id DESC LIMIT 10").fetchall()
+        digests = alert_log.recent_digests(conn, 10)
         out.append("<h2>Digests</h2>")
         out.append("<ul>" + "".join(f"<li>{when(ts)} · {esc(r)}: {esc(d)}</li>" for ts, r, d in digests) + "</ul>"
                    if digests else "<p>No digest sent yet (one goes out when the first alert of a new window "
                                    "arrives after anything folded).</p>")
         decision = params.get("decision", "")
         before = as_int(params.get("before"))
-        where, args = [], []
-        if decision:
-            where.append("decision = ?")
-            args.append(decision)
-        if before is not None:
-            where.append("id < ?")
-            args.append(before)
-        rows = conn.execute("SELECT id, ts_ns, route, alertname, severity, status, decision, detail FROM alert_decisions"
-                            + (" WHERE " + " AND ".join(where) if where else "")
-                            + f" ORDER BY id DESC LIMIT {PAGE_SIZE + 1}", args).fetchall()
+        rows = alert_log.page_of_decisions(conn, PAGE_SIZE + 1, decision, before)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         options = "".join(f'<option value="{d}"{" selected" if d == decision else ""}>{d or "all"}</option>'
