@@ -15,15 +15,22 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core.outbox import alert_log, gate_log, heartbeat_reads, witness_log
+from memory_core.ingest import reads as ingest_reads
+from memory_core.outbox import (
+    alert_log,
+    cost_reads,
+    decision_reads,
+    delivery_reads,
+    gate_log,
+    heartbeat_reads,
+    span_reads,
+    witness_log,
+)
 from memory_core.store.meta import meta_with_prefix
+from memory_core.store.reads import has_table
 from telemetry.catalog import INJECTION_OUTCOMES
 
 DAY_NS = 86400 * 10 ** 9
-
-
-def _day(column: str) -> str:
-    return f"date({column} / 1000000000, 'unixepoch')"
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -33,11 +40,6 @@ def _pct(values: list[float], q: float) -> float | None:
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100), at least 1
     return ordered[int(min(rank, len(ordered))) - 1]
-
-
-def _has_table(conn, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                        (name,)).fetchone() is not None
 
 
 def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
@@ -76,7 +78,7 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
 def _witness(conn, since: int) -> list[dict]:
     """What the transcripts showed that no heartbeat recorded (probes.witness), by day,
     event, kind and failure."""
-    if not _has_table(conn, "witness_findings"):
+    if not has_table(conn, "witness_findings"):
         return []
     return [{"day": d, "event": e, "kind": k, "count": n, "exit_code": x, "stderr": err or "",
              "sessions": sessions}
@@ -128,9 +130,7 @@ def _injection(conn, since: int) -> dict:
     prompts = intent = 0
     latencies: list[float] = []
     per_day: dict[str, dict] = {}
-    for day, outcome, has_intent, ms in conn.execute(
-            f"SELECT {_day('ts_ns')}, outcome, intent IS NOT NULL AND intent != '', retrieval_ms "
-            "FROM decisions WHERE ts_ns >= ? AND hook = 'prompt'", (since,)):
+    for day, outcome, has_intent, ms in decision_reads.prompt_decisions_by_day(conn, since):
         prompts += 1
         intent += 1 if has_intent else 0
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
@@ -155,23 +155,15 @@ def _injection(conn, since: int) -> dict:
 def _cues(conn, since: int) -> dict:
     """Cue evaluations by outcome, deliveries, and what compaction cost: per session, files
     read again after a compaction boundary and the bytes re-read (PostToolUse Read)."""
-    if not _has_table(conn, "cue_audit"):
+    if not has_table(conn, "cue_audit"):
         return {"evaluations": 0, "outcomes": {}, "rereads": {"files": 0, "same_content": 0, "bytes": 0},
                 "sessions": []}
-    outcomes = dict(conn.execute(
-        "SELECT coalesce(reason, outcome), count(*) FROM cue_audit WHERE ts_ns >= ? GROUP BY 1 ORDER BY 1",
-        (since,)).fetchall())
+    outcomes = delivery_reads.outcomes_since(conn, since)
     sessions = [{"session_id": sid, "compactions": epochs, "rereads": n, "same_content": same, "bytes": b}
-                for sid, epochs, n, same, b in conn.execute(
-                    "SELECT session_id, max(epoch), sum(reread), sum(same_content), sum(CASE WHEN reread THEN bytes "
-                    "ELSE 0 END) FROM file_reads WHERE ts_ns >= ? GROUP BY session_id HAVING sum(reread) > 0 "
-                    "ORDER BY 5 DESC LIMIT 20", (since,))]
-    files, same, size = conn.execute(
-        "SELECT count(*), coalesce(sum(same_content), 0), coalesce(sum(bytes), 0) FROM file_reads "
-        "WHERE ts_ns >= ? AND reread = 1", (since,)).fetchone()
+                for sid, epochs, n, same, b in delivery_reads.rereads_by_session(conn, since, 20)]
+    files, same, size = delivery_reads.reread_totals(conn, since)
     history = {"transcripts": 0, "files": 0, "bytes": 0, "same_content": 0}
-    for (state,) in conn.execute("SELECT state FROM watermarks WHERE source = 'transcript' AND path != '*' "
-                                 "AND state LIKE '%\"rereads\"%'"):
+    for state in ingest_reads.transcript_reread_states(conn):
         try:
             cost = json.loads(state).get("rereads") or {}
         except (ValueError, AttributeError):
@@ -219,13 +211,11 @@ def _acks(conn) -> list[dict]:
 
 def _degradations(conn, since: int) -> list[dict]:
     return [{"component": c, "reason": r, "count": n, "last_ns": last}
-            for c, r, n, last in conn.execute(
-                "SELECT component, reason, count(*), max(ts_ns) FROM degradations WHERE ts_ns >= ? "
-                "GROUP BY component, reason ORDER BY count(*) DESC", (since,))]
+            for c, r, n, last in decision_reads.degradations_since(conn, since)]
 
 
 def _alerts(conn, since: int) -> list[dict]:
-    if not _has_table(conn, "alert_decisions"):
+    if not has_table(conn, "alert_decisions"):
         return []
     return [{"route": r, "decision": d, "count": n}
             for r, d, n in alert_log.counts_since(conn, since)]
@@ -234,7 +224,7 @@ def _alerts(conn, since: int) -> list[dict]:
 def _telemetry(conn) -> dict:
     meta = meta_with_prefix(conn, "export.")
     last_id = int(meta.get("export.spans.last_id") or 0)
-    (backlog,) = conn.execute("SELECT count(*) FROM spans WHERE id > ?", (last_id,)).fetchone()
+    backlog = span_reads.backlog(conn, last_id)
     last_ok = int(meta.get("export.last_success_ns") or 0)
     return {"outbox_backlog": backlog, "last_export_success_ns": last_ok or None,
             "last_export_error": meta.get("export.last_error") or None}
@@ -369,9 +359,7 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
         name = ablation.arm_at(sched, ts)
         return arms[name] if name else None
 
-    for ts, session, outcome, detail in conn.execute(
-            "SELECT ts_ns, session_id, outcome, detail FROM decisions WHERE hook = 'prompt' "
-            "AND ts_ns >= ? AND ts_ns < ?", (lo, hi)):
+    for ts, session, outcome, detail in decision_reads.prompt_decisions_between(conn, lo, hi):
         arm = arm_of(ts)
         if arm is None:
             continue
@@ -439,9 +427,8 @@ def _ablation_cost(conn, lo: int, hi: int, arm_of) -> None:
     injection-off arm's saving is the difference, and its would-inject characters."""
     from memory_core.outbox.costs import estimate_tokens
 
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'context_blocks'").fetchone():
-        for ts, chars in conn.execute("SELECT ts_ns, chars FROM context_blocks WHERE ts_ns >= ? AND ts_ns < ?",
-                                      (lo, hi)):
+    if has_table(conn, "context_blocks"):
+        for ts, chars in cost_reads.chars_between(conn, lo, hi):
             arm = arm_of(ts)
             if arm is not None:
                 arm["cost"]["context_chars"] += chars

@@ -8,7 +8,6 @@ gate, the report, the collector, the console and `memhealth inventory`.
 
 from __future__ import annotations
 
-
 # -- watermarks and the ingest log --------------------------------------------------------------
 
 def watermark_summary(conn) -> list[tuple]:
