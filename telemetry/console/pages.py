@@ -6,7 +6,17 @@ from __future__ import annotations
 import time
 from urllib.parse import urlencode
 
-from memory_core.outbox import alert_log, gate_log, heartbeat_reads
+from memory_core.ingest import reads as ingest_reads
+from memory_core.items import reads as item_reads
+from memory_core.outbox import (
+    alert_log,
+    decision_reads,
+    delivery_reads,
+    gate_log,
+    heartbeat_reads,
+    span_reads,
+)
+from memory_core.records import reads as record_reads
 from telemetry.console.html import (
     GATE_HISTORY,
     HEARTBEAT_DAYS,
@@ -129,20 +139,7 @@ class Pages:
         outcome = params.get("outcome", "")
         session = params.get("session", "").strip()
         before = as_int(params.get("before"))
-        where, args = [], []
-        if outcome:
-            where.append("outcome = ?")
-            args.append(outcome)
-        if session:
-            where.append("session_id = ?")
-            args.append(session)
-        if before is not None:
-            where.append("id < ?")
-            args.append(before)
-        sql = ("SELECT id, ts_ns, hook, session_id, prompt_hash, prompt_len, outcome, intent, retrieval_ms, "
-               "trace_id, detail FROM decisions" + (" WHERE " + " AND ".join(where) if where else "")
-               + f" ORDER BY id DESC LIMIT {PAGE_SIZE + 1}")
-        rows = conn.execute(sql, args).fetchall()
+        rows = decision_reads.page(conn, PAGE_SIZE + 1, outcome, session, before)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         texts = self._prompt_texts(conn, [r[9] for r in rows if r[9]])
@@ -200,21 +197,8 @@ class Pages:
             return ""
         cue = params.get("cue", "")
         before = as_int(params.get("cue_before"))
-        where, args = [], []
-        if session:
-            where.append("a.session_id = ?")
-            args.append(session)
-        if cue in ("fired", "skipped"):
-            where.append("a.outcome = ?")
-            args.append(cue)
-        if before is not None:
-            where.append("a.id < ?")
-            args.append(before)
-        rows = conn.execute(
-            "SELECT a.id, a.ts_ns, a.session_id, a.event, a.trigger, m.name, a.outcome, a.reason, a.epoch, a.detail "
-            "FROM cue_audit a LEFT JOIN memory_items m ON m.id = a.item_id"
-            + (" WHERE " + " AND ".join(where) if where else "") + f" ORDER BY a.id DESC LIMIT {PAGE_SIZE + 1}",
-            args).fetchall()
+        rows = delivery_reads.page(conn, PAGE_SIZE + 1, session, cue if cue in ("fired", "skipped") else "",
+                                   before)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         options = "".join(f'<option value="{c}"{" selected" if c == cue else ""}>{c or "all"}</option>'
@@ -250,11 +234,8 @@ class Pages:
         [injection].capture_content is on, and only while the span is in the outbox."""
         if not trace_ids or not self.app.cfg["injection"].get("capture_content"):
             return {}
-        marks = ",".join("?" * len(trace_ids))
         found = {}
-        for trace_id, attrs in conn.execute(
-                f"SELECT trace_id, attributes FROM spans WHERE parent_span_id IS NULL AND trace_id IN ({marks})",
-                trace_ids):
+        for trace_id, attrs in span_reads.root_attributes(conn, trace_ids):
             text = loads_detail(attrs).get("memhealth.prompt.text")
             if isinstance(text, str):
                 found[trace_id] = text
@@ -270,11 +251,8 @@ class Pages:
         # only, so the page itself costs the same with 1,000 chunks as with 100,000.
         counts = []
         if params.get("counts"):
-            counts = [(s, "", n) for s, n in conn.execute("SELECT source, count(*) FROM chunks GROUP BY source")
-                      if s != "memory"]
-            counts += [("memory", k, n) for k, n in conn.execute(
-                "SELECT ifnull(kind, ''), count(*) FROM chunks WHERE source = 'memory' GROUP BY kind "
-                "ORDER BY count(*) DESC")]
+            counts = [(s, "", n) for s, n in ingest_reads.counts_by_source(conn) if s != "memory"]
+            counts += [("memory", k, n) for k, n in ingest_reads.memory_counts_by_kind(conn)]
             counts.sort(key=lambda c: c[0])
         from memory_core.ingest.base import SOURCES
 
@@ -306,17 +284,7 @@ class Pages:
                 [(h.chunk_id, h.source, chunk_kind(conn, h.chunk_id), h.path, h.lines, h.title, h.snippet, h.signal_weight,
                   f"{h.score:.4f} ({'+'.join(h.legs)})") for h in hits], score=True) + "</section>")
         else:
-            where, args = [], []
-            if source:
-                where.append("source = ?")
-                args.append(source)
-            if before is not None:
-                where.append("id < ?")
-                args.append(before)
-            rows = conn.execute(
-                "SELECT id, source, kind, path, line_start, line_end, title, substr(content, 1, 400), signal_weight "
-                "FROM chunks" + (" WHERE " + " AND ".join(where) if where else "")
-                + f" ORDER BY id DESC LIMIT {PAGE_SIZE + 1}", args).fetchall()
+            rows = ingest_reads.chunk_page(conn, PAGE_SIZE + 1, source, before)
             more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
             out.append("<h2>Chunks, newest first</h2>")
@@ -330,9 +298,7 @@ class Pages:
                 out.append(f'<a href="{self.base}/memory?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
             out.append("</nav>")
         out.append(self._memory_items(conn))
-        records = conn.execute(
-            "SELECT id, kind, title, statement, transcript, line, session_id, ts, role, record_path, decided_ns "
-            "FROM capture_candidates WHERE state = 'confirmed' ORDER BY decided_ns DESC LIMIT 100").fetchall()
+        records = record_reads.confirmed(conn, 100)
         out.append("<h2>Confirmed records</h2>")
         if not records:
             out.append(f"<p>No record confirmed yet: <a href=\"{self.base}/triage\">triage</a> decides which captured "
@@ -356,8 +322,7 @@ class Pages:
         from memory_core.items.compile import list_cues
 
         out = []
-        anchor = conn.execute("SELECT path, line_start, title, content FROM chunks WHERE source = 'memory' AND "
-                              "title LIKE '%LATEST%' ORDER BY id DESC LIMIT 1").fetchone()
+        anchor = ingest_reads.resume_anchor(conn)
         out.append("<h2>Resume anchor</h2>")
         if anchor:
             out.append(f'<div class="card"><h3>{esc(anchor[2])}</h3><p class="muted"><code>{esc(anchor[0])}:'
@@ -367,8 +332,7 @@ class Pages:
                        "session picks up.</p>")
         now = time.time_ns()
         cued = {c["id"]: c for c in list_cues(conn, self.app.project.root, self.app.cfg, now_ns=now)}
-        items = conn.execute(f"SELECT id, path, line, name, kind, scope, pinned, expires_ns, recorded_ns FROM memory_items "
-                             f"ORDER BY pinned DESC, recorded_ns DESC LIMIT {MAX_ITEMS + 1}").fetchall()
+        items = item_reads.listing(conn, MAX_ITEMS + 1)
         out.append(f"<h2>Memory items: {min(len(items), MAX_ITEMS)}{'+' if len(items) > MAX_ITEMS else ''}</h2>")
         if not items:
             out.append("<p>No memory item: memory files (with frontmatter naming their kind and triggers) "
@@ -417,8 +381,7 @@ class Pages:
                    "you confirm becomes memory (a file under <code>.memhealth/memory/records/</code>, indexed "
                    "at once). Rejected and merged statements are never proposed again. These are the "
                    "operations of <code>memhealth triage</code>, recorded the same way.</p>")
-        targets = conn.execute("SELECT id, title, state FROM capture_candidates WHERE state IN ('pending', 'confirmed') "
-                               "ORDER BY id").fetchall()
+        targets = record_reads.merge_targets(conn)
         out.append(f"<h2>Pending: {len(items)}</h2>")
         if not items:
             out.append("<p>Nothing pending.</p>")
@@ -446,9 +409,7 @@ class Pages:
                    f'<label for="m{cid}">Same as</label><select id="m{cid}" name="into">{merge_opts}</select>'
                    f'<button type="submit">Merge</button></form>' if merge_opts else "")
                 + "</article>")
-        decided = conn.execute(
-            "SELECT id, kind, title, state, merged_into, record_path, decided_ns FROM capture_candidates "
-            "WHERE state != 'pending' ORDER BY decided_ns DESC LIMIT 30").fetchall()
+        decided = record_reads.recently_decided(conn, 30)
         if decided:
             out.append("<h2>Recently decided</h2><table><thead><tr><th scope=\"col\">#</th><th scope=\"col\">Kind</th>"
                        "<th scope=\"col\">Title</th><th scope=\"col\">Decision</th><th scope=\"col\">When</th></tr></thead><tbody>")
