@@ -18,11 +18,12 @@ from tests.conftest import REPO
 
 CALLERS = ("probes", "telemetry", "memhealth")
 
-# path -> why it may name schema tables in SQL. Keep it short; every entry says why.
+# path -> {table: why it may name that table in SQL}. Keep it short; every entry says why.
 ALLOWED = {
-    # the schema reference generator lists the store's tables and columns from sqlite_master
-    # and PRAGMA table_xinfo: it reads the catalog, not a table's rows
-    "memhealth/reference.py": "reads the schema catalog to document it",
+    # every hook, the prompt hook included, looks up the ablation schedule before it runs;
+    # the prompt hook's import budget (tests/test_cli.py) admits no memory_core.store.meta,
+    # so that one indexed key read stays inline (memory_core.delivery.ablation writes it)
+    "memhealth/handlers.py": {"meta": "the ablation lookup on the prompt hook's import budget"},
 }
 
 SQL_VERB = r"(?:FROM|JOIN|INTO|UPDATE|TABLE|EXISTS)"
@@ -82,18 +83,18 @@ def caller_modules():
 
 @pytest.mark.parametrize("path", list(caller_modules()))
 def test_callers_speak_in_the_read_models_names_not_sql(path, tables):
-    if path in ALLOWED:
-        return
+    allowed = ALLOWED.get(path, {})
     with open(os.path.join(REPO, path), encoding="utf-8") as fh:
-        found = sql_naming_tables(fh.read(), tables)
+        found = [f for f in sql_naming_tables(fh.read(), tables) if f.split(": ")[1] not in allowed]
     assert found == [], f"{path} embeds SQL against the schema; move it to a read model in memory_core"
 
 
-def test_every_allowed_module_exists_and_still_needs_its_entry(tables):
-    for path in ALLOWED:
+def test_every_allowed_entry_still_names_its_table(tables):
+    """An entry whose module no longer runs that SQL is stale: remove it."""
+    for path, entries in ALLOWED.items():
         with open(os.path.join(REPO, path), encoding="utf-8") as fh:
-            source = fh.read()
-        assert "sqlite_master" in source, f"{path}: the allow-list entry no longer applies"
+            named = {f.split(": ")[1] for f in sql_naming_tables(fh.read(), tables)}
+        assert set(entries) <= named, f"{path}: allowed {sorted(set(entries) - named)} but no longer runs that SQL"
 
 
 @pytest.mark.parametrize("source, expected", [

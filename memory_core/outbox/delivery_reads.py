@@ -83,3 +83,18 @@ def reread_totals(conn, since_ns: int) -> tuple[int, int, int]:
     return conn.execute(
         "SELECT count(*), coalesce(sum(same_content), 0), coalesce(sum(bytes), 0) FROM file_reads "
         "WHERE ts_ns >= ? AND reread = 1", (since_ns,)).fetchone()
+
+
+# -- the hook path's own questions (post-tool, pre-compact): stdlib only, imported when run ----
+
+def read_before(conn, session_id: str, path: str, epoch: int) -> bool:
+    """Whether the session already read `path` in this compaction epoch."""
+    return conn.execute("SELECT 1 FROM file_reads WHERE session_id = ? AND path = ? AND epoch = ?",
+                        (session_id, path, epoch)).fetchone() is not None
+
+
+def reset_deliveries(conn, session_id: str) -> int:
+    """Forget what was delivered to the session (a compaction boundary: it leaves the context);
+    return the rows removed. The caller holds the transaction. The one write here: its
+    neighbours are the writers in memory_core.delivery (inject), where it can move."""
+    return conn.execute("DELETE FROM deliveries WHERE session_id = ?", (session_id,)).rowcount
