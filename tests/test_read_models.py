@@ -111,3 +111,67 @@ def test_every_allowed_entry_still_names_its_table(tables):
 def test_the_rule_sees_sql_naming_a_table_wherever_it_is_written(source, expected, tables):
     """A test of the test: implicit concatenation, f-strings, joins and writes are all seen."""
     assert sql_naming_tables(source, tables) == expected
+
+
+# -- the read models answer what their callers relied on ---------------------------------------
+
+@pytest.fixture
+def conn(tmp_path):
+    from memory_core.store.db import connect
+
+    c = connect(str(tmp_path / "memory.db"))
+    yield c
+    c.close()
+
+
+def test_the_latest_run_is_the_row_written_last_not_the_one_whose_clock_said_latest(conn):
+    from memory_core.outbox import heartbeat_reads
+    from memory_core.store.tx import write
+
+    with write(conn):
+        conn.execute("INSERT INTO heartbeats(hook, started_ns, ended_ns, outcome) VALUES ('prompt', 900, 901, 'ok')")
+        conn.execute("INSERT INTO heartbeats(hook, started_ns, ended_ns, outcome, reason) "
+                     "VALUES ('prompt', 100, 101, 'error', 'db_locked')")  # written later, clock behind
+        conn.execute("INSERT INTO heartbeats(hook, started_ns) VALUES ('prompt', 1000)")  # still running
+    outcome, reason, _detail, started, _id = heartbeat_reads.last_completed(conn, "prompt")
+    assert (outcome, reason, started) == ("error", "db_locked", 100)
+    assert heartbeat_reads.last_completed(conn, "stop") is None
+    assert heartbeat_reads.newest_id(conn) == 3
+    assert heartbeat_reads.runs_and_running(conn, "prompt") == (3, 1)
+
+
+def test_a_gate_run_reads_back_with_its_reds_first(conn):
+    from memory_core.outbox import gate_log
+    from memory_core.store.tx import write
+
+    with write(conn):
+        run = gate_log.record_run(conn, 5, "s1", 3, 1, 1, "red", 2.5, [
+            ("b_check", "green", "", "fine", None, 0.1),
+            ("a_check", "note", "", "idle", None, 0.1),
+            ("z_check", "red", "", "broken", "do this", 0.2)])
+    assert gate_log.latest_run(conn) == (run, 5, 3, 1, 1, "red", 2.5)
+    assert [c[0] for c in gate_log.checks_of(conn, run)] == ["z_check", "a_check", "b_check"]
+    assert gate_log.red_checks_of(conn, [run]) == [(run, "z_check")]
+    assert gate_log.red_checks_of(conn, []) == []
+    assert gate_log.last_red_detail(conn, "z_check") == "broken"
+    assert gate_log.last_red_detail(conn, "b_check") is None
+
+
+def test_the_keyset_pages_filter_and_stop_at_their_limit(conn):
+    from memory_core.outbox import alert_log, decision_reads
+    from memory_core.store.tx import write
+
+    with write(conn):
+        for i in range(5):
+            conn.execute("INSERT INTO decisions(ts_ns, hook, session_id, outcome) VALUES (?, 'prompt', ?, ?)",
+                         (i, "s1" if i % 2 else "s2", "injected" if i < 3 else "no_intent"))
+            alert_log.record(conn, i, "default", f"A{i}", f"fp{i}", "page", "firing",
+                             "paged" if i % 2 else "folded", "")
+    assert [r[0] for r in decision_reads.page(conn, 10)] == [5, 4, 3, 2, 1]
+    assert [r[0] for r in decision_reads.page(conn, 2)] == [5, 4]
+    assert [r[0] for r in decision_reads.page(conn, 10, outcome="injected", before_id=3)] == [2, 1]
+    assert [r[0] for r in decision_reads.page(conn, 10, session_id="s1")] == [4, 2]
+    assert [r[0] for r in alert_log.page_of_decisions(conn, 10, "folded")] == [5, 3, 1]
+    assert [r[0] for r in alert_log.page_of_decisions(conn, 1, before_id=5)] == [4]
+    assert alert_log.pages(conn, "default", 0, 10, exclude="A1") == 1  # A3 only
+    assert alert_log.folded_by_alertname(conn, "default", 0, 10) == [("A0", 1), ("A2", 1), ("A4", 1)]
