@@ -28,7 +28,7 @@ def _scan_s(fn, text: str, reps: int = 3) -> float:
 
 
 def bench(quick: bool = False) -> list[dict]:
-    from memory_core.delivery.inject import candidates
+    from memory_core.delivery.prompt import candidates
 
     repeat = 3 if quick else 7
     cmd = memhealth_cmd()

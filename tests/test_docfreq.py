@@ -11,7 +11,7 @@ import sqlite3 as stdlib_sqlite3
 import pytest
 
 from memhealth.config import load
-from memory_core.delivery import inject
+from memory_core.delivery import entries, inject, relevance
 from memory_core.index import docfreq, fts
 from memory_core.outbox.spans import Trace
 from memory_core.store.db import connect, sqlite3, write
@@ -223,13 +223,13 @@ def test_the_sourced_capped_count_reads_no_more_than_common_rows(tmp_path, monke
 def test_the_inventory_is_read_through_its_partial_index(tmp_path):
     """The entry leg reads subsystems and dead ends only: the index's WHERE and the query's
     kind list must stay one set, or SQLite scans every memory and ledger chunk."""
-    assert inject.ENTRY_KINDS_SQL == "kind IN ('dead-end', 'dead_end', 'subsystem')"
-    assert {k for k in inject.DNR_KINDS | inject.DEAD_END_KINDS} == {"dead-end", "dead_end", "subsystem"}
+    assert entries.ENTRY_KINDS_SQL == "kind IN ('dead-end', 'dead_end', 'subsystem')"
+    assert {k for k in entries.DNR_KINDS | entries.DEAD_END_KINDS} == {"dead-end", "dead_end", "subsystem"}
     c = _store(tmp_path, "s", 2_000)
     c.execute("ANALYZE")
     plan = " ".join(r[3] for r in c.execute(
-        f"EXPLAIN QUERY PLAN SELECT id FROM chunks WHERE source IN (?, ?) AND {inject.ENTRY_KINDS_SQL} "
-        "ORDER BY id", inject.DNR_SOURCES))
+        f"EXPLAIN QUERY PLAN SELECT id FROM chunks WHERE source IN (?, ?) AND {entries.ENTRY_KINDS_SQL} "
+        "ORDER BY id", entries.DNR_SOURCES))
     assert "chunks_entries" in plan, plan
 
 
@@ -276,8 +276,8 @@ def _mixed(tmp_path, name, n):
 
 
 def test_a_large_store_retrieves_by_its_rarer_words_within_a_postings_budget(tmp_path, monkeypatch):
-    monkeypatch.setattr(inject, "BM25_UNBOUNDED_MAX", 1_000)
-    monkeypatch.setattr(inject, "QUERY_POSTINGS", 600)
+    monkeypatch.setattr(relevance, "BM25_UNBOUNDED_MAX", 1_000)
+    monkeypatch.setattr(relevance, "QUERY_POSTINGS", 600)
     cfg = load(None, environ={})
     cfg["injection"]["sources"] = ["memory"]
     prompt = "why does the zanzibar ferry ledger replay its cursor per tenant?"

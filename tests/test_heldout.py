@@ -51,10 +51,10 @@ def test_a_small_store_delivers_more_held_out_re_proposals_with_the_rarity_floor
     """The bar set with the set was recall >= 0.8; the floor reaches 10 of 13 (0.769), see
     docs/internals/evaluation-heuristics.md. What holds: it delivers more than the gates
     without it, on the same store, and no more wrong items or near misses."""
-    from memory_core.delivery import inject
+    from memory_core.delivery import relevance
 
     with_floor = smallstore_scores(smallstore_verdicts(smallstore, "heldout"))
-    monkeypatch.setattr(inject, "RARE_DF", 0)  # idf(N, 0) is above every configured gate: no floor
+    monkeypatch.setattr(relevance, "RARE_DF", 0)  # idf(N, 0) is above every configured gate: no floor
     without = smallstore_scores(smallstore_verdicts(smallstore, "heldout"))
     assert with_floor["recall"] > without["recall"], (with_floor["misses"], without["misses"])
     assert with_floor["wrong_item"] <= without["wrong_item"]
@@ -67,7 +67,7 @@ def test_a_small_store_stays_silent_on_held_out_near_misses(smallstore):
 
 
 def test_the_rarity_floor_is_in_the_decision_row_and_leaves_large_stores_alone():
-    from memory_core.delivery.inject import rarity_floor
+    from memory_core.delivery.relevance import rarity_floor
 
     icfg = {"distinctive_idf": 3.0, "idf_sum_threshold": 7.0, "min_matches": 2}
     detail: dict = {}

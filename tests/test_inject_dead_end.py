@@ -12,7 +12,8 @@ import pytest
 
 from memhealth.config import load
 from memhealth.errors import ConfigError
-from memory_core.delivery import inject
+from memory_core.delivery import entries, inject
+from memory_core.index import fts
 from memory_core.ingest.memory import parse_memory
 from memory_core.outbox.spans import Trace
 from memory_core.records.triage import render_record
@@ -106,7 +107,7 @@ def test_a_dead_end_without_status_confirmed_is_never_a_dead_end_block(tmp_path,
     text = render_record(DEAD, "2026-11-30T22:00:00Z").replace(
         "status: confirmed\n", f"status: {status}\n" if status else "")
     root = project(tmp_path, {"dead_end-7-wal.md": text})
-    assert inject.entry_block("dead_end", {"status": status}) is None
+    assert entries.entry_block("dead_end", {"status": status}) is None
     r = decide(root, REPROPOSE)
     assert r.outcome == "injected", r.detail  # still memory: a lineage-path record, labelled as one
     assert "DEAD-END" not in r.text and 'Dead-end record: "WAL checkpoint' in r.text, r.text
@@ -116,8 +117,8 @@ def test_a_confirmed_decision_record_stays_decision_lineage(tmp_path):
     decision = item(8, "decision", "Checkpoint the WAL in the compactor, not in append()",
                     "Decided: the compactor runs the WAL checkpoint between batches, never append().")
     root = project(tmp_path, {"decision-8.md": render_record(decision, "2026-11-30T22:00:00Z")})
-    assert inject.entry_block("decision", {"status": "confirmed"}) is None
-    assert not inject.dnr_eligible("decision", {"status": "confirmed"})
+    assert entries.entry_block("decision", {"status": "confirmed"}) is None
+    assert not entries.dnr_eligible("decision", {"status": "confirmed"})
     r = decide(root, "Should we move the WAL checkpoint out of the compactor batches?", "decision")
     assert r.outcome == "injected", r.detail
     assert r.text.count('Decision lineage: "Checkpoint the WAL in the compactor') == 1, r.text
@@ -175,7 +176,7 @@ def test_a_dead_end_keeps_arriving_however_often_transcripts_repeat_it(tmp_path)
     # the same store measured on every chunk: the words the dead end needs are common now
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     try:
-        everything = {t: inject.fts.idf(total, inject.fts.doc_freq(conn, t)) for t in ("checkpoint", "append")}
+        everything = {t: fts.idf(total, fts.doc_freq(conn, t)) for t in ("checkpoint", "append")}
     finally:
         conn.close()
     assert max(everything.values()) < 3.0, everything

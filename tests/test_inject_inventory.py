@@ -9,6 +9,7 @@ import pytest
 
 from memhealth.config import load
 from memory_core.delivery import inject
+from memory_core.delivery.entries import dnr_eligible
 from memory_core.delivery.render import session_render
 from memory_core.ingest.memory import parse_memory
 from memory_core.outbox.spans import Trace
@@ -205,7 +206,7 @@ def test_only_an_inventory_entry_is_do_not_rebuild_and_only_a_confirmed_dead_end
                      "attrs, created_ns) VALUES ('memory', 'memory/wal.md', 1, 4, ?, 'wal checkpointer', "
                      "'The WAL checkpointer runs every 1000 pages in src/wal.py.', 'w', ?, 1)",
                      (kind, json.dumps({"name": "wal checkpointer", "status": status})))
-    assert not inject.dnr_eligible(kind, {"status": status})
+    assert not dnr_eligible(kind, {"status": status})
     r = inject.decide(conn, "build a wal checkpointer that runs every 1000 pages", "build",
                       load(None, environ={}), "s", Trace())
     assert r.outcome == "injected" and f'{block} "wal checkpointer"' in r.text, r.text

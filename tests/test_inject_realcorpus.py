@@ -82,7 +82,7 @@ def test_no_false_do_not_rebuild_on_the_152_prompts_and_recall_at_least_80_perce
     # the bar, on every split: what was left (new middleware read as "built-in
     # middleware" / "response classes", verify= / follow_redirects / ALL_PROXY / Digest
     # missed, "a debug traceback page" read as investigate) is gone by the rules in
-    # memory_core/delivery/inject.py (identifiers, new members of a category) and intent.py
+    # memory_core/delivery/prompt.py and naming.py (identifiers, new members of a category) and intent.py
     s, wrong = _report(results, projects, sets)
     assert s["false_dnr_blocks"] == 0 and s["false_dnr_rate"] == 0.0, (split, wrong)
     assert s["recall"] >= 0.8, (split, wrong)

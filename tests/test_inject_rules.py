@@ -9,14 +9,16 @@ import json
 import pytest
 
 from memhealth.config import load
-from memory_core.delivery import inject
+from memory_core.delivery import inject, naming
+from memory_core.delivery.entries import words
 from memory_core.delivery.intent import classify
+from memory_core.delivery.prompt import Said, identifiers
 from memory_core.outbox.spans import Trace
 from memory_core.store.db import connect, write
 
 
 def test_identifiers_are_code_shapes_and_plain_words_are_not():
-    got = inject.identifiers("add verify= and --verbose, follow_redirects, ALL_PROXY, HTTPDigestAuth, "
+    got = identifiers("add verify= and --verbose, follow_redirects, ALL_PROXY, HTTPDigestAuth, "
                              "response.json() and Jinja2Templates.TemplateResponse; e.g. Digest over TLS.")
     assert got == {
         "verify": ["verify"], "verbose": ["verbose"], "follow_redirects": ["follow", "redirects"],
@@ -33,10 +35,10 @@ def test_identifiers_are_code_shapes_and_plain_words_are_not():
     ("authentication with a digest", ["Digest", "Auth"], False),
 ])
 def test_a_compound_identifier_is_spelled_only_by_its_parts_in_order(prompt, parts, said):
-    assert inject.spelled(inject.Said(prompt), [p.lower() for p in parts]) is said
+    assert naming.spelled(Said(prompt), [p.lower() for p in parts]) is said
 
 
-MIDDLEWARE_VOCAB = inject._words("built-in middleware CORSMiddleware GZipMiddleware gzip compression signed "
+MIDDLEWARE_VOCAB = words("built-in middleware CORSMiddleware GZipMiddleware gzip compression signed "
                                  "cookie sessions custom middleware")
 
 
@@ -51,35 +53,35 @@ MIDDLEWARE_VOCAB = inject._words("built-in middleware CORSMiddleware GZipMiddlew
     ("the middleware order matters here", None),                            # nothing qualifies it
 ])
 def test_a_new_member_of_the_category_is_read_from_the_words_qualifying_its_head(prompt, new):
-    said = inject.Said(prompt)
-    assert inject.new_instance(said, "built-in middleware", MIDDLEWARE_VOCAB, MIDDLEWARE_VOCAB) == new
+    said = Said(prompt)
+    assert naming.new_instance(said, "built-in middleware", MIDDLEWARE_VOCAB, MIDDLEWARE_VOCAB) == new
 
 
 def test_a_qualifier_another_entry_lists_is_that_entrys_business():
-    socks = inject._words("SOCKS proxy support socks5")
-    http2 = inject._words("HTTP/2 support h2 ALPN")
-    said = inject.Said("implement SOCKS proxy support")
-    assert inject.new_instance(said, "HTTP/2 support", http2, socks | http2) is None
-    assert inject.new_instance(inject.Said("add websocket support"), "HTTP/2 support", http2, socks | http2) == "websocket"
+    socks = words("SOCKS proxy support socks5")
+    http2 = words("HTTP/2 support h2 ALPN")
+    said = Said("implement SOCKS proxy support")
+    assert naming.new_instance(said, "HTTP/2 support", http2, socks | http2) is None
+    assert naming.new_instance(Said("add websocket support"), "HTTP/2 support", http2, socks | http2) == "websocket"
 
 
 def test_custom_counts_as_one_more_only_after_a_after_the_verb():
-    vocab = inject._words("exception handlers exception_handlers status codes HTTPException")
-    assert inject.new_instance(inject.Said("add custom exception handlers keyed by status code"),
+    vocab = words("exception handlers exception_handlers status codes HTTPException")
+    assert naming.new_instance(Said("add custom exception handlers keyed by status code"),
                                "exception handlers", vocab, vocab) is None
-    bundle = inject._words("TLS verification and CA bundle verify= custom SSL contexts")
-    assert inject.new_instance(inject.Said("add an option to pass a custom CA bundle"),
+    bundle = words("TLS verification and CA bundle verify= custom SSL contexts")
+    assert naming.new_instance(Said("add an option to pass a custom CA bundle"),
                                "TLS verification and CA bundle", bundle, bundle) is None
-    assert inject.new_instance(inject.Said("write a custom exception handler for our 404 page"),
+    assert naming.new_instance(Said("write a custom exception handler for our 404 page"),
                                "exception handlers", vocab, vocab) == "custom exception"
 
 
 def test_a_new_one_of_an_entry_named_in_the_singular_is_that_entry_again():
-    cli = inject._words("command-line client httpx CLI --verbose")
-    said = inject.Said("should we write a new command line client with a --verbose flag")
-    assert inject.new_instance(said, "command-line client", cli, cli) is None
-    classes = inject._words("response classes HTML JSON streaming file responses")
-    assert inject.new_instance(inject.Said("add a new response class for NDJSON"),
+    cli = words("command-line client httpx CLI --verbose")
+    said = Said("should we write a new command line client with a --verbose flag")
+    assert naming.new_instance(said, "command-line client", cli, cli) is None
+    classes = words("response classes HTML JSON streaming file responses")
+    assert naming.new_instance(Said("add a new response class for NDJSON"),
                                "response classes", classes, classes) == "new response"
 
 
@@ -136,7 +138,7 @@ def test_an_identifier_the_entry_lists_is_recorded_as_what_named_it(tmp_path):
 
 
 def test_an_injected_body_reads_as_sentences_not_a_run_on():
-    from memory_core.delivery.inject import _prose
+    from memory_core.delivery.blocks import prose as _prose
 
     text = _prose("the compactor is built; extend it\n\nThe compactor runs every 10,000 events.\n\n- one writer")
     assert text == "the compactor is built; extend it. The compactor runs every 10,000 events. - one writer"

@@ -11,7 +11,7 @@ import os
 import time
 
 from memhealth.config import load
-from memory_core.delivery import inject
+from memory_core.delivery import claims, inject
 from memory_core.outbox.spans import Trace
 from memory_core.records.triage import render_record
 from memory_core.store.db import connect
@@ -71,20 +71,20 @@ def test_an_inventory_entry_claims_its_path_exists(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("x\n", encoding="utf-8")
     root = str(tmp_path)
-    assert inject.stale_claim(root, "subsystem", {"path": "src/a.py"}) is None
-    assert inject.stale_claim(root, "subsystem", {"path": "src/gone.py"}) == "src/gone.py no longer exists"
+    assert claims.stale_claim(root, "subsystem", {"path": "src/a.py"}) is None
+    assert claims.stale_claim(root, "subsystem", {"path": "src/gone.py"}) == "src/gone.py no longer exists"
     # a list: the first one missing is named; a directory exists like a file
-    assert inject.stale_claim(root, "subsystem", {"path": "`src/a.py`, src/b.py"}) == "src/b.py no longer exists"
-    assert inject.stale_claim(root, "subsystem", {"path": "src/"}) is None
+    assert claims.stale_claim(root, "subsystem", {"path": "`src/a.py`, src/b.py"}) == "src/b.py no longer exists"
+    assert claims.stale_claim(root, "subsystem", {"path": "src/"}) is None
     # words around a path are commentary, not paths that could be missing
-    assert inject.stale_claim(root, "subsystem", {"path": "src/a.py (SOCKS5 support)"}) is None
-    assert inject.stale_claim(root, "subsystem", {"path": "gone.py (SOCKS5)"}) == "gone.py no longer exists"
+    assert claims.stale_claim(root, "subsystem", {"path": "src/a.py (SOCKS5 support)"}) is None
+    assert claims.stale_claim(root, "subsystem", {"path": "gone.py (SOCKS5)"}) == "gone.py no longer exists"
     # what the tree cannot refute cheaply is never stale: no path, a glob, a URL, outside the project
     for value in (None, "", "src/**/*.py", "https://example.org/x.py", "../elsewhere.py", "/etc/nothing-here"):
-        assert inject.stale_claim(root, "subsystem", {"path": value}) is None, value
+        assert claims.stale_claim(root, "subsystem", {"path": value}) is None, value
     # an item that claims nothing about the tree (a note, a hand-written unconfirmed record)
-    assert inject.stale_claim(root, "feedback", {"path": "src/gone.py"}) is None
-    assert inject.stale_claim(root, "dead_end", {"path": "src/gone.py", "recorded": "2026-01-01"}) is None
+    assert claims.stale_claim(root, "feedback", {"path": "src/gone.py"}) is None
+    assert claims.stale_claim(root, "dead_end", {"path": "src/gone.py", "recorded": "2026-01-01"}) is None
 
 
 def test_a_confirmed_record_claims_its_file_as_it_was_when_recorded(tmp_path):
@@ -96,27 +96,27 @@ def test_a_confirmed_record_claims_its_file_as_it_was_when_recorded(tmp_path):
     os.utime(target, (at, at))
     base = {"status": "confirmed", "path": "src/wal.py"}
     for kind in ("decision", "dead_end", "correction"):
-        assert inject.stale_claim(root, kind, {**base, "recorded": "2099-01-01T00:00:00Z"}) is None
-        assert inject.stale_claim(root, kind, {**base, "recorded": "2020-01-01T00:00:00Z"}) == \
+        assert claims.stale_claim(root, kind, {**base, "recorded": "2099-01-01T00:00:00Z"}) is None
+        assert claims.stale_claim(root, kind, {**base, "recorded": "2020-01-01T00:00:00Z"}) == \
             "src/wal.py changed after this was recorded on 2020-01-01"
     # a bare date is the end of that day: a change later that day is not provably after it
-    assert inject.stale_claim(root, "decision", {**base, "recorded": time.strftime("%Y-%m-%d", time.gmtime(at))}) is None
+    assert claims.stale_claim(root, "decision", {**base, "recorded": time.strftime("%Y-%m-%d", time.gmtime(at))}) is None
     # without a readable `recorded:` only existence is checked
-    assert inject.stale_claim(root, "decision", {**base, "recorded": "last week"}) is None
-    assert inject.stale_claim(root, "decision", {**base, "path": "src/old.py"}) == "src/old.py no longer exists"
+    assert claims.stale_claim(root, "decision", {**base, "recorded": "last week"}) is None
+    assert claims.stale_claim(root, "decision", {**base, "path": "src/old.py"}) == "src/old.py no longer exists"
     # a source that is a project file counts; a transcript (appended to as it goes) never does
     src = {"status": "confirmed", "recorded": "2020-01-01T00:00:00Z"}
-    assert inject.stale_claim(root, "decision", {**src, "source": "src/wal.py:12 (session s, 2020)"}) == \
+    assert claims.stale_claim(root, "decision", {**src, "source": "src/wal.py:12 (session s, 2020)"}) == \
         "src/wal.py changed after this was recorded on 2020-01-01"
     (tmp_path / "t.jsonl").write_text("{}\n", encoding="utf-8")
-    assert inject.stale_claim(root, "decision", {**src, "source": "t.jsonl:3 (session s, 2020, assistant)"}) is None
-    assert inject.stale_claim(root, "decision", {**src, "source": f"{DEAD['transcript']}:47 (session 5f0c)"}) is None
+    assert claims.stale_claim(root, "decision", {**src, "source": "t.jsonl:3 (session s, 2020, assistant)"}) is None
+    assert claims.stale_claim(root, "decision", {**src, "source": f"{DEAD['transcript']}:47 (session 5f0c)"}) is None
 
 
 def test_recorded_at_reads_timestamps_and_dates_in_utc():
-    assert inject.recorded_at("2026-11-30T22:00:00Z") == (1796076001.0, "2026-11-30")  # the second after
-    assert inject.recorded_at("2026-02-28") == (1772323200.0, "2026-02-28")  # the end of that day
-    assert inject.recorded_at("2026-13-01") is None and inject.recorded_at(None) is None
+    assert claims.recorded_at("2026-11-30T22:00:00Z") == (1796076001.0, "2026-11-30")  # the second after
+    assert claims.recorded_at("2026-02-28") == (1772323200.0, "2026-02-28")  # the end of that day
+    assert claims.recorded_at("2026-13-01") is None and claims.recorded_at(None) is None
 
 
 def test_a_subsystem_whose_file_is_gone_is_stale_claim_never_do_not_rebuild(tmp_path):

@@ -1,7 +1,7 @@
 """What exists, said from the code: which indexed definition a build prompt re-proposes,
 and what the code index refutes in a memory's claims.
 
-    found, detail = exists.match(conn, prompt, inject.Said(prompt), topic, overall_df)
+    found, detail = exists.match(conn, p.text, p.said, p.topic, overall_df)   # p = prompt.read(...)
     found.name, found.path, found.line, found.why     # "GZipMiddleware", ..., "name words"
     exists.code_claim(conn, attrs, paths, gone=False)  # "`GZipper` is now defined at ..."
 
@@ -33,6 +33,7 @@ import functools
 import json
 import re
 
+from memory_core.delivery.prompt import INTENT_WORDS, stem
 from memory_core.index import fts
 from memory_core.store.db import sqlite3
 
@@ -158,8 +159,7 @@ def first_line(doc: str | None) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
-    """inject.stem, remembered: the same doc words recur across the candidates of a prompt."""
-    from memory_core.delivery.inject import stem  # inject imports this module at its top
+    """prompt.stem, remembered: the same doc words recur across the candidates of a prompt."""
     return stem(word)
 
 
@@ -290,8 +290,6 @@ def modifier(conn, said, name: str, parts: list[str], doc: str | None = None) ->
     word of the component's own doc ("a CanceledError thrown when": its doc says thrown;
     "the profiler routes"), or makes with the name another defined name (CancelToken
     source -> CancelTokenSource)."""
-    from memory_core.delivery.inject import INTENT_WORDS
-
     found = _phrase(said, parts)
     if found is None:
         return None
@@ -316,8 +314,6 @@ def _qualified(said, part: str) -> bool:
     """Is this one word said only right after another content word ("an xhr adapter")?
     Then it names a kind of thing, not the project's one thing of that name; said once on
     its own ("a headers class that normalizes header names") it is that thing."""
-    from memory_core.delivery.inject import INTENT_WORDS
-
     want, seen = _stem(part), False
     for clause in said.clauses:
         for k, (s, _p, i) in enumerate(clause):
@@ -333,7 +329,7 @@ def match(conn, prompt: str, said, topic: list[str], overall_df: dict[str, int]
           ) -> tuple[Found | None, dict]:
     """The component this build prompt re-proposes, or None; and the decision's arithmetic
     (what was looked up, what matched and why, what made it another system's). `said` is the
-    prompt read by inject.Said, `topic` its words without intent verbs (one per stem), and
+    prompt read by prompt.Said, `topic` its words without intent verbs (one per stem), and
     `overall_df` their frequencies over every chunk."""
     detail: dict = {}
     if _QUESTION.match(prompt) and prompt.rstrip().endswith("?"):

@@ -31,7 +31,7 @@ A record confirmed by `memhealth triage` (`type: decision | dead_end | correctio
 its `status:`, `recorded:`, `source:` (transcript:line, session, time) and `path:` (the
 project file it is about, when someone adds one) in the attrs too: only `status: confirmed`
 makes it eligible for a DEAD-END block, and a `path:` changed after `recorded:` makes it a
-STALE-CLAIM (memory_core.delivery.inject.stale_claim). Its `candidate:` id and lineage links
+STALE-CLAIM (memory_core.delivery.claims.stale_claim). Its `candidate:` id and lineage links
 (`supersedes:`, `superseded_by:` — candidate ids) are kept so the decision-lineage block can
 show the thread.
 

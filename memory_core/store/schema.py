@@ -377,7 +377,7 @@ CREATE TRIGGER chunk_counts_au AFTER UPDATE OF source, title, content ON chunks 
     ON CONFLICT(source) DO UPDATE SET n = n + 1, changes = changes + 1;
 END;
 
--- the entry leg's inventory (memory_core.delivery.inject._entries: subsystems and dead ends, tens of
+-- the entry leg's inventory (memory_core.delivery.entries.load: subsystems and dead ends, tens of
 -- rows) read through an index holding only them, not by scanning every memory and ledger
 -- chunk. The query repeats this WHERE word for word, so SQLite can use the partial index.
 CREATE INDEX chunks_entries ON chunks(source, kind) WHERE kind IN ('dead-end', 'dead_end', 'subsystem');

@@ -43,7 +43,7 @@ def memhealth(root: str, *args: str) -> subprocess.CompletedProcess:
 
 
 # Sixty doc sections on other topics: the sample project grown past the cascade's small-corpus
-# mode (memory_core/delivery/inject.py MIN_IDF_CORPUS = 50 chunks), as any real project is.
+# mode (memory_core/delivery/relevance.py MIN_IDF_CORPUS = 50 chunks), as any real project is.
 HANDBOOK = "# Handbook\n\n" + "".join(
     f"## {topic.title()} note {i}\n\nThe {topic} component keeps its state in table "
     f"{topic.replace(' ', '_')}_{i}; owners rotate weekly and changes need a review from its team.\n\n"
@@ -141,7 +141,7 @@ def test_memhealth_hook_output_in_the_transcript_never_becomes_a_candidate(captu
 def test_a_confirmed_dead_end_reaches_the_model_when_it_is_proposed_again(captured):
     """A confirmed record is memory of kind `dead_end` whose `status: confirmed` the memory
     ingester keeps in the chunk's attrs; re-proposed on build intent it arrives as a DEAD-END
-    block after the prompt (memory_core/delivery/inject.py `entry_block`), with both provenances. It is
+    block after the prompt (memory_core/delivery/entries.py `entry_block`), with both provenances. It is
     not a DO-NOT-REBUILD: only an inventory entry is."""
     dead, record = confirm_dead_end(captured)
     assert rows(captured.project.root, "SELECT count(*) FROM chunks")[0][0] < 50  # the small-corpus mode

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from memhealth import hooks
-from memory_core.delivery import cues, inject, intent
+from memory_core.delivery import cues, entries, intent, prompt
 from memory_core.index import fts
 from tests.conftest import payload, run_cli, run_hook
 from tests.faults.helpers import TIMEOUTS, heartbeats
@@ -38,9 +38,9 @@ TOKENS = {
 _PLACE = cues.Place("/nonexistent-project", "/nonexistent-project")
 # every scan a hook runs over what it read from stdin (handlers, the cascade, cues, emit)
 SCANS = {
-    "inject.identifiers": inject.identifiers,
-    "inject.Said": inject.Said,
-    "inject item words": inject._words,
+    "inject.identifiers": prompt.identifiers,
+    "inject.Said": prompt.Said,
+    "inject item words": entries.words,
     "fts.tokens": lambda t: fts.tokens(t, limit=10**9),
     "intent.classify": intent.classify,
     "hooks.neutralize": hooks.neutralize,
@@ -103,10 +103,10 @@ def test_the_linear_identifier_scan_finds_what_the_backtracking_one_found():
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
         want = [m.group(0) for m in _OLD_CANDIDATE.finditer(text)]
-        assert inject.candidates(text) == want, text
+        assert prompt.candidates(text) == want, text
     for text in ("response.json verify= --verbose HTTPDigestAuth follow_redirects 1abc.d a.b=1c.d",
                  "GZipMiddleware e.g MAX_RETRIES x--foo _private"):
-        assert inject.candidates(text) == [m.group(0) for m in _OLD_CANDIDATE.finditer(text)]
+        assert prompt.candidates(text) == [m.group(0) for m in _OLD_CANDIDATE.finditer(text)]
 
 
 def test_a_path_like_bash_token_is_still_read_as_a_path(tmp_path):

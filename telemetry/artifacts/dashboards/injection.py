@@ -5,7 +5,7 @@ from __future__ import annotations
 from telemetry.artifacts.dashboards.layout import INST, Layout, dashboard, target
 from telemetry.artifacts.promql import m
 
-FUNNEL = (  # the injection cascade, cheapest gate first (memory_core/delivery/inject.py, hooks)
+FUNNEL = (  # the injection cascade, cheapest gate first (memory_core/delivery/cascade.py, hooks)
     ("prompts", ()),
     ("not a machine turn", ("system_turn",)),
     ("with intent", ("system_turn", "no_intent")),
