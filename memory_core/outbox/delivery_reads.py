@@ -96,5 +96,5 @@ def read_before(conn, session_id: str, path: str, epoch: int) -> bool:
 def reset_deliveries(conn, session_id: str) -> int:
     """Forget what was delivered to the session (a compaction boundary: it leaves the context);
     return the rows removed. The caller holds the transaction. The one write here: its
-    neighbours are the writers in memory_core.delivery (inject), where it can move."""
+    neighbour is the writer in memory_core.delivery.caps, where it can move."""
     return conn.execute("DELETE FROM deliveries WHERE session_id = ?", (session_id,)).rowcount
