@@ -56,7 +56,7 @@ def run(args) -> int:
         conn = ctx.conn
         commit = code_index.indexed_commit(conn)
         if args.action == "propose":
-            from memory_core.ingest.reads import has_code_definitions
+            from memory_core.index.reads import has_code_definitions
 
             if commit is None and not has_code_definitions(conn):
                 raise UsageError("the code has not been indexed yet: run `memhealth ingest code` first")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from memory_core.ingest import reads as ingest_reads
+from memory_core.index import reads as index_reads
 from probes.result import CheckResult, ago, green, note, red
 
 DAY = 86400.0
@@ -30,7 +30,7 @@ def refused_links(ev) -> list[tuple[str, str]]:
 
     since = ev.now_ns - int(LINK_FINDINGS_WINDOW_S * 1e9)
     out = []
-    for path in ingest_reads.refused_paths(ev.conn, since, LINK_OUTSIDE):
+    for path in index_reads.refused_paths(ev.conn, since, LINK_OUTSIDE):
         target = escapes(ev.root, os.path.join(ev.root, path)) if path else None
         if target:
             out.append((path, target))
@@ -55,7 +55,7 @@ def ingest_freshness(ev) -> CheckResult:
 def _ingest_freshness(ev) -> CheckResult:
     # path '*' is the per-source run marker every ingest writes, files or not: a source with
     # only that row had nothing to read, and is not reported as "fresh"
-    rows = ingest_reads.watermark_summary(ev.conn)
+    rows = index_reads.watermark_summary(ev.conn)
     if not rows:
         return red("ingestion never ran (no watermarks)", "memhealth ingest")
     budget_s = ev.cfg["gate"]["ingest_max_age_days"] * DAY

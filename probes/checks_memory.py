@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from memory_core.ingest import reads as ingest_reads
+from memory_core.index import reads as index_reads
 from memory_core.items import reads as item_reads
 from memory_core.outbox import delivery_reads, heartbeat_reads
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
@@ -55,7 +55,7 @@ def teammate_memory(ev) -> list[tuple[str, str, str]]:
     me = (get_meta(ev.conn, "git.user_email") or "").strip().lower()
     since_ns = heartbeat_reads.newest_ok_end_ns(ev.conn, "session-end") or 0
     out = []
-    for path, attrs in ingest_reads.memory_git_attrs(ev.conn):
+    for path, attrs in index_reads.memory_git_attrs(ev.conn):
         try:
             info = json.loads(attrs).get("git") or {}
             when_ns = int(datetime.fromisoformat(info["date"]).timestamp() * 1e9)

@@ -23,8 +23,8 @@ import time
 from memory_core.errors import StoreError
 from memory_core.index import code as code_index
 from memory_core.index import docfreq
+from memory_core.index import reads as index_reads
 from memory_core.index.vectors import vector_count
-from memory_core.ingest import reads as ingest_reads
 from memory_core.outbox import gate_log, rollup_reads, span_reads
 from memory_core.store.db import connect, load_vec, sqlite3
 from memory_core.store.meta import get_meta
@@ -185,7 +185,7 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
 
     fam = families["memhealth_ingest_watermark_age_seconds"]
     stamps = families["memhealth_ingest_last_timestamp_seconds"]
-    for source, newest in ingest_reads.newest_by_source(conn):
+    for source, newest in index_reads.newest_by_source(conn):
         key = (str(source)[:MAX_LABEL_CHARS],)
         fam.samples[key] = max(0.0, (now_ns - newest) / 1e9)
         stamps.samples[key] = newest / 1e9

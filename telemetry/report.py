@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 
-from memory_core.ingest import reads as ingest_reads
+from memory_core.index import reads as index_reads
 from memory_core.outbox import (
     alert_log,
     cost_reads,
@@ -163,7 +163,7 @@ def _cues(conn, since: int) -> dict:
                 for sid, epochs, n, same, b in delivery_reads.rereads_by_session(conn, since, 20)]
     files, same, size = delivery_reads.reread_totals(conn, since)
     history = {"transcripts": 0, "files": 0, "bytes": 0, "same_content": 0}
-    for state in ingest_reads.transcript_reread_states(conn):
+    for state in index_reads.transcript_reread_states(conn):
         try:
             cost = json.loads(state).get("rereads") or {}
         except (ValueError, AttributeError):

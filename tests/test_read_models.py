@@ -175,3 +175,17 @@ def test_the_keyset_pages_filter_and_stop_at_their_limit(conn):
     assert [r[0] for r in alert_log.page_of_decisions(conn, 1, before_id=5)] == [4]
     assert alert_log.pages(conn, "default", 0, 10, exclude="A1") == 1  # A3 only
     assert alert_log.folded_by_alertname(conn, "default", 0, 10) == [("A0", 1), ("A2", 1), ("A4", 1)]
+
+
+def test_the_read_models_keep_their_callers_import_light():
+    """The gate, the report, the collector, the console and the exporter import the read
+    models at module level: none may drag the ingest package (every source) in with it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, probes.gate, telemetry.report, telemetry.collector, telemetry.console, "
+            "telemetry.export, telemetry.session_cost; "
+            "print(sorted(m for m in sys.modules if m == 'memory_core.ingest' or m.startswith('memory_core.ingest.')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from urllib.parse import urlencode
 
-from memory_core.ingest import reads as ingest_reads
+from memory_core.index import reads as index_reads
 from memory_core.items import reads as item_reads
 from memory_core.outbox import (
     alert_log,
@@ -251,8 +251,8 @@ class Pages:
         # only, so the page itself costs the same with 1,000 chunks as with 100,000.
         counts = []
         if params.get("counts"):
-            counts = [(s, "", n) for s, n in ingest_reads.counts_by_source(conn) if s != "memory"]
-            counts += [("memory", k, n) for k, n in ingest_reads.memory_counts_by_kind(conn)]
+            counts = [(s, "", n) for s, n in index_reads.counts_by_source(conn) if s != "memory"]
+            counts += [("memory", k, n) for k, n in index_reads.memory_counts_by_kind(conn)]
             counts.sort(key=lambda c: c[0])
         from memory_core.ingest.base import SOURCES
 
@@ -284,7 +284,7 @@ class Pages:
                 [(h.chunk_id, h.source, chunk_kind(conn, h.chunk_id), h.path, h.lines, h.title, h.snippet, h.signal_weight,
                   f"{h.score:.4f} ({'+'.join(h.legs)})") for h in hits], score=True) + "</section>")
         else:
-            rows = ingest_reads.chunk_page(conn, PAGE_SIZE + 1, source, before)
+            rows = index_reads.chunk_page(conn, PAGE_SIZE + 1, source, before)
             more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
             out.append("<h2>Chunks, newest first</h2>")
@@ -322,7 +322,7 @@ class Pages:
         from memory_core.items.compile import list_cues
 
         out = []
-        anchor = ingest_reads.resume_anchor(conn)
+        anchor = index_reads.resume_anchor(conn)
         out.append("<h2>Resume anchor</h2>")
         if anchor:
             out.append(f'<div class="card"><h3>{esc(anchor[2])}</h3><p class="muted"><code>{esc(anchor[0])}:'

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from memory_core.ingest import reads as ingest_reads
+from memory_core.index import reads as index_reads
 from memory_core.outbox import delivery_reads, heartbeat_reads, rollup_reads
 from memory_core.store.reads import has_table
 from telemetry.console.html import clip, loads_detail
@@ -56,7 +56,7 @@ def outcome_totals(conn) -> list[tuple[str, int]]:
     return sorted(totals, key=lambda t: -t[1])
 
 
-chunk_kind = ingest_reads.chunk_kind
+chunk_kind = index_reads.chunk_kind
 
 
 def message_text(raw: str) -> tuple[str, str]:
