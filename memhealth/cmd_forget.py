@@ -41,7 +41,9 @@ def run(args) -> int:
             raise MemhealthError(f"cannot delete {rel}: {exc.strerror or exc}") from None
         with command_trace(ctx.conn, "memhealth forget") as trace:
             run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=["memory"], trace=trace)
-        left = ctx.conn.execute("SELECT count(*) FROM memory_items WHERE id = ?", (item_id,)).fetchone()[0]
+        from memory_core.items.reads import item_exists
+
+        left = item_exists(ctx.conn, item_id)
     if left:
         raise MemhealthError(f"deleted {rel} but item #{item_id} is still compiled; run `memhealth ingest memory`")
     if args.json:

@@ -56,11 +56,11 @@ def run(args) -> int:
 def _acknowledge(conn, check: str, quiet: bool) -> None:
     import time
 
+    from memory_core.outbox import gate_log
     from probes import gate
 
-    row = conn.execute("SELECT detail FROM gate_checks WHERE name = ? AND status = 'red' "
-                       "ORDER BY run_id DESC LIMIT 1", (check,)).fetchone()
-    gate.acknowledge(conn, check, time.time_ns(), row[0] if row else "")
+    detail = gate_log.last_red_detail(conn, check)
+    gate.acknowledge(conn, check, time.time_ns(), detail if detail is not None else "")
     if not quiet:
         print(f"memhealth gate: acknowledged {check} up to now"
-              + (f" ({row[0][:200]})" if row else "") + "; later events are reported again")
+              + (f" ({detail[:200]})" if detail is not None else "") + "; later events are reported again")

@@ -56,7 +56,9 @@ def run(args) -> int:
         conn = ctx.conn
         commit = code_index.indexed_commit(conn)
         if args.action == "propose":
-            if commit is None and not conn.execute("SELECT 1 FROM code_defs LIMIT 1").fetchone():
+            from memory_core.index.reads import has_code_definitions
+
+            if commit is None and not has_code_definitions(conn):
                 raise UsageError("the code has not been indexed yet: run `memhealth ingest code` first")
             report = inventory.propose(conn, limit=args.limit)
             if args.json:

@@ -82,9 +82,10 @@ def record(ctx, text: str, *, kind: str | None = None, name: str | None = None,
     else:
         with command_trace(ctx.conn, "memhealth remember") as own:
             run_ingest(ctx.conn, ctx.project.root, ctx.cfg, sources=["memory"], trace=own)
-    row = ctx.conn.execute("SELECT id, name, kind, pinned FROM memory_items WHERE path = ?", (rel,)).fetchone()
-    cues = ctx.conn.execute("SELECT trigger, pattern FROM cues WHERE item_id = ? ORDER BY id",
-                            (row[0],)).fetchall() if row else []
+    from memory_core.items import reads as item_reads
+
+    row = item_reads.item_at(ctx.conn, rel)
+    cues = item_reads.cues_of(ctx.conn, row[0]) if row else []
     in_memory_source = any(os.path.abspath(os.path.join(ctx.project.root, e)) == os.path.abspath(directory)
                            for e in ctx.cfg["ingest"]["memory"])
     if row is None:

@@ -17,6 +17,7 @@ import uuid
 from importlib import resources
 
 from memhealth.installer import init_project, launcher_argv
+from memory_core.outbox import heartbeat_reads
 from memory_core.store.layout import CONFIG_NAME, DB_NAME, STATE_DIR
 
 SESSION = "demo-" + uuid.UUID(int=0x5EED).hex[:12]
@@ -279,9 +280,7 @@ def _wait_for_capture(root: str, limit_s: float = 60.0) -> bool:
     try:
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:
-            total, running = conn.execute(
-                "SELECT count(*), count(*) FILTER (WHERE outcome IS NULL) FROM heartbeats "
-                "WHERE hook = 'capture'").fetchone()
+            total, running = heartbeat_reads.runs_and_running(conn, "capture")
             if total and not running:
                 return True
             time.sleep(0.05)
@@ -304,10 +303,11 @@ def _write_demo_config(root: str, transcripts: str) -> None:
 
 
 def _print_injections(root: str, out, first_injection: str | None) -> None:
+    from memory_core.outbox.decision_reads import every_decision
     from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
-    rows = conn.execute("SELECT outcome, intent, prompt_len, detail FROM decisions ORDER BY id").fetchall()
+    rows = every_decision(conn)
     conn.close()
     out(f"Injection decisions (one row per prompt, {len(rows)} prompts):")
     for outcome, intent, length, detail in rows:
@@ -333,12 +333,11 @@ def _print_injections(root: str, out, first_injection: str | None) -> None:
 def _print_cues(root: str, out, first_cue: str | None) -> None:
     """Cue deliveries from the audit (`memhealth cues audit`): what fired where, what was
     skipped and why; then the first cued delivery as Claude received it."""
+    from memory_core.outbox.delivery_reads import every_evaluation
     from memory_core.store.db import connect
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
-    audit = conn.execute(
-        "SELECT a.event, a.trigger, coalesce(m.name, '-'), a.outcome, coalesce(a.reason, ''), a.epoch, "
-        "coalesce(a.detail, '') FROM cue_audit a LEFT JOIN memory_items m ON m.id = a.item_id ORDER BY a.id").fetchall()
+    audit = every_evaluation(conn)
     conn.close()
     fired = sum(1 for row in audit if row[3] == "fired")
     out(f"Cue evaluations (`memhealth cues audit`; {len(audit)} rows, {fired} fired):")
@@ -360,11 +359,11 @@ def _print_metrics(root: str, out) -> None:
 
     conn = connect(os.path.join(root, STATE_DIR, DB_NAME))
     out("Metrics excerpt (what `memhealth serve` exposes on /metrics):")
-    for metric, labels, value in conn.execute(
-            "SELECT metric, labels, value FROM rollups WHERE metric IN "
-            "('memhealth_hook_invocations_total', 'memhealth_injection_decisions_total', "
-            "'memhealth_cue_deliveries_total') "
-            "ORDER BY metric, labels").fetchall():
+    from memory_core.outbox.rollup_reads import rollups_among
+
+    for metric, labels, value in rollups_among(conn, ["memhealth_hook_invocations_total",
+                                                      "memhealth_injection_decisions_total",
+                                                      "memhealth_cue_deliveries_total"]):
         pairs = ",".join(f'{k}="{v}"' for k, v in json.loads(labels).items())
         out(f"  {metric}{{{pairs}}} {value:g}")
     conn.close()

@@ -256,9 +256,9 @@ def post_tool(ctx) -> str | None:
     if not rels:
         return None  # outside the project: neither a cue nor a re-read of ours
     ev = cues.Evaluation(ctx.conn, ctx.session_id, ctx.trace, ctx.cfg["injection"]["mode"], "post-tool")
-    first = not ctx.session_id or ctx.conn.execute(
-        "SELECT 1 FROM file_reads WHERE session_id = ? AND path = ? AND epoch = ?",
-        (ctx.session_id, rels[0], ev.epoch)).fetchone() is None
+    from memory_core.outbox.delivery_reads import read_before
+
+    first = not ctx.session_id or not read_before(ctx.conn, ctx.session_id, rels[0], ev.epoch)
     out = None
     if first:
         matches = ev.match_symbols(content)
@@ -315,12 +315,13 @@ def pre_compact(ctx) -> str | None:
     the per-session dedup and caps start again (cue-anchored delivery re-delivers after)."""
     if ctx.session_id:
         from memory_core.delivery.cues import new_epoch
+        from memory_core.outbox.delivery_reads import reset_deliveries
         from memory_core.store.db import write
 
         with write(ctx.conn):
-            cur = ctx.conn.execute("DELETE FROM deliveries WHERE session_id = ?", (ctx.session_id,))
+            reset = reset_deliveries(ctx.conn, ctx.session_id)
             epoch = new_epoch(ctx.conn, ctx.session_id)
-        ctx.root.update({"memhealth.deliveries.reset": cur.rowcount, "memhealth.cue.epoch": epoch})
+        ctx.root.update({"memhealth.deliveries.reset": reset, "memhealth.cue.epoch": epoch})
     return None
 
 

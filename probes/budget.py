@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 
-from memory_core.outbox import rollups
+from memory_core.outbox import alert_log, rollups
 from memory_core.store.db import write
 from memory_core.store.meta import get_meta, set_meta
 from probes.errors import AlertPayloadError
@@ -149,21 +149,12 @@ def _ns(t: float) -> int:
 
 def pages_used(conn, route: str, start: float, end: float, alertname: str | None = None) -> int:
     """Pages (meta-alerts excluded) sent on `route` in [start, end]."""
-    sql = ("SELECT count(*) FROM alert_decisions WHERE route = ? AND decision = 'paged' AND "
-           "alertname != ? AND ts_ns >= ? AND ts_ns <= ?")
-    params: list = [route, META_ALERTNAME, _ns(start), _ns(end)]
-    if alertname is not None:
-        sql += " AND alertname = ?"
-        params.append(alertname)
-    return conn.execute(sql, params).fetchone()[0]
+    return alert_log.pages(conn, route, _ns(start), _ns(end), META_ALERTNAME, alertname)
 
 
 def digest(conn, route: str, start: float, end: float) -> dict:
     """What folded on `route` in [start, end): counts by alert name, the noisiest first."""
-    rows = conn.execute(
-        "SELECT alertname, count(*) FROM alert_decisions WHERE route = ? AND decision = 'folded' "
-        "AND ts_ns >= ? AND ts_ns < ? GROUP BY alertname ORDER BY count(*) DESC, alertname",
-        (route, _ns(start), _ns(end))).fetchall()
+    rows = alert_log.folded_by_alertname(conn, route, _ns(start), _ns(end))
     return {"route": route, "window_start": start, "window_end": end,
             "folded": sum(n for _, n in rows), "by_alertname": {name: n for name, n in rows},
             "noisiest": rows[0][0] if rows else None}
@@ -171,19 +162,13 @@ def digest(conn, route: str, start: float, end: float) -> dict:
 
 def noisiest(conn, route: str, start: float, end: float) -> tuple[str, int]:
     """The alert name with the most pages and folds on `route` in the window."""
-    row = conn.execute(
-        "SELECT alertname, count(*) FROM alert_decisions WHERE route = ? AND decision IN "
-        "('paged', 'folded') AND alertname != ? AND ts_ns >= ? AND ts_ns <= ? GROUP BY alertname "
-        "ORDER BY count(*) DESC, alertname LIMIT 1",
-        (route, META_ALERTNAME, _ns(start), _ns(end))).fetchone()
+    row = alert_log.noisiest(conn, route, _ns(start), _ns(end), META_ALERTNAME)
     return (row[0], row[1]) if row else ("", 0)
 
 
 def _store(conn, d: Decision) -> None:
-    conn.execute(
-        "INSERT INTO alert_decisions(ts_ns, route, alertname, fingerprint, severity, status, decision, "
-        "detail) VALUES (?,?,?,?,?,?,?,?)",
-        (_ns(d.ts), d.route, d.alertname, d.fingerprint, d.severity, d.status, d.decision, d.detail))
+    alert_log.record(conn, _ns(d.ts), d.route, d.alertname, d.fingerprint, d.severity, d.status,
+                     d.decision, d.detail)
     rollups.bump(conn, "memhealth_alert_decisions_total", {"route": d.route, "decision": d.decision})
 
 
@@ -193,9 +178,7 @@ def _digest_due(conn, route: str, now: float, cfg: dict) -> Decision | None:
     current = window_start(now, cfg)
     key = f"alerts.digest_sent.{route}"
     sent_upto = float(get_meta(conn, key, "0"))
-    last = conn.execute(
-        "SELECT max(ts_ns) FROM alert_decisions WHERE route = ? AND decision = 'folded' AND ts_ns < ?",
-        (route, _ns(current))).fetchone()[0]
+    last = alert_log.last_fold_before(conn, route, _ns(current))
     if last is None or last / 1e9 < sent_upto:
         return None
     start = math.floor((last / 1e9) / size) * size
@@ -235,8 +218,7 @@ def decide(conn, alerts: list[dict], now: float, cfg: dict, route: str | None = 
             remaining = max(per_window - pages_used(conn, r, start, now), 0)
             rollups.set_gauge(conn, "memhealth_alert_budget_remaining", float(remaining), {"route": r})
         # retention: the newest rows stay; pages always do (the budget counts them per window)
-        conn.execute("DELETE FROM alert_decisions WHERE decision != 'paged' AND "
-                     "id <= (SELECT max(id) FROM alert_decisions) - ?", (ALERT_KEEP_ROWS,))
+        alert_log.prune(conn, ALERT_KEEP_ROWS)
     return out
 
 
@@ -258,14 +240,11 @@ def _decide_batch(conn, alerts, now, cfg, route, known, start, out, routes) -> N
         fp = str(alert.get("fingerprint") or fingerprint(labels))
         status = str(alert.get("status") or "firing")
         base = (now, r, cls.name, fp, cls.severity, status)
-        recent = conn.execute(
-            "SELECT 1 FROM alert_decisions WHERE route = ? AND fingerprint = ? AND status = 'firing' "
-            "AND decision != 'deduped' AND ts_ns > ? LIMIT 1",
-            (r, fp, _ns(now - repeat_s))).fetchone() if status == "firing" else None
+        recent = status == "firing" and alert_log.fired_recently(conn, r, fp, _ns(now - repeat_s))
         meta = None
         if status != "firing":
             d = Decision(*base, "noted", f"{status}: recorded, never a page", cls.fix)
-        elif recent is not None:
+        elif recent:
             d = Decision(*base, "deduped", f"same fingerprint decided within {repeat_s:g} s", cls.fix)
         elif cls.never_page:
             d = Decision(*base, "noted", f"{cls.never_page} never pages", cls.fix)
@@ -294,10 +273,7 @@ def _decide_batch(conn, alerts, now, cfg, route, known, start, out, routes) -> N
 
 def _meta_alert(conn, route: str, start: float, now: float) -> Decision | None:
     """Exactly one meta-alert per route and window: the first fold raises it."""
-    exists = conn.execute(
-        "SELECT 1 FROM alert_decisions WHERE route = ? AND alertname = ? AND ts_ns >= ? LIMIT 1",
-        (route, META_ALERTNAME, _ns(start))).fetchone()
-    if exists:
+    if alert_log.decided_since(conn, route, META_ALERTNAME, _ns(start)):
         return None
     name, count = noisiest(conn, route, start, now)
     cls = CLASSES[META_ALERTNAME]

@@ -13,6 +13,7 @@ import json
 import os
 import time
 
+from memory_core.outbox import heartbeat_reads
 from memory_core.outbox.heartbeat import FUTURE_SLACK_NS
 from memory_core.store.layout import DB_NAME, SPILL_NAME, STATE_DIR
 from memory_core.store.meta import get_meta
@@ -107,10 +108,7 @@ class Evidence:
         last did something. None for a project no session has touched (idle is not dead)."""
         # a row dated in the future (a clock set back since) is not activity: it would make
         # every watermark look behind it for as long as the skew lasts
-        row = self.conn.execute(
-            "SELECT max(started_ns) FROM heartbeats WHERE outcome IS NOT NULL AND hook != 'gate' "
-            "AND started_ns <= ?", (self.now_ns + FUTURE_SLACK_NS,)).fetchone()
-        return row[0] if row and row[0] is not None else None
+        return heartbeat_reads.last_activity_ns(self.conn, self.now_ns + FUTURE_SLACK_NS)
 
     def remaining_s(self) -> float | None:
         """Seconds left before the deadline (None when there is none)."""

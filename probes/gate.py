@@ -16,7 +16,7 @@ import os
 import time
 
 from memory_core.errors import MemoryCoreError, StoreError
-from memory_core.outbox import heartbeat, rollups, spans, spill
+from memory_core.outbox import gate_log, heartbeat, heartbeat_reads, rollups, spans, spill
 from memory_core.store.db import write
 from memory_core.store.meta import set_meta
 from probes import checks, code_index, heartbeats, novelty, transport, wiring, witness
@@ -180,17 +180,10 @@ def run_checks(ev, selected=CHECKS, trace=None) -> list[CheckResult]:
 def store(conn, verdict: Verdict, session_id: str | None, ts_ns: int) -> int:
     """Write the gate_runs row, its gate_checks rows and the rollups in one transaction."""
     with write(conn):
-        cur = conn.execute(
-            "INSERT INTO gate_runs(ts_ns, session_id, total, green, red, verdict, duration_ms) "
-            "VALUES (?,?,?,?,?,?,?)",
-            (ts_ns, session_id, verdict.total, verdict.green, verdict.red, verdict.verdict,
-             verdict.duration_ms))
-        run_id = cur.lastrowid
-        conn.executemany(
-            "INSERT INTO gate_checks(run_id, name, status, state, detail, fix, duration_ms) "
-            "VALUES (?,?,?,?,?,?,?)",
-            [(run_id, r.name, r.status, r.state, r.detail, r.fix or None, r.duration_ms)
-             for r in verdict.results])
+        run_id = gate_log.record_run(
+            conn, ts_ns, session_id, verdict.total, verdict.green, verdict.red, verdict.verdict,
+            verdict.duration_ms,
+            [(r.name, r.status, r.state, r.detail, r.fix or None, r.duration_ms) for r in verdict.results])
         rollups.bump(conn, "memhealth_gate_runs_total", {"verdict": verdict.verdict})
         for r in verdict.results:
             rollups.set_gauge(conn, "memhealth_gate_check_status", GATE_STATUS_VALUES[r.status],
@@ -272,7 +265,7 @@ def acknowledge(conn, check: str, now_ns: int, detail: str = "") -> None:
     with write(conn):
         # ack_id: the rows it covers by insertion order, so a skewed clock cannot hide a later
         # failure behind the acknowledgement (ack_ns stays for `memhealth report`)
-        (ack_id,) = conn.execute("SELECT coalesce(max(id), 0) FROM heartbeats").fetchone()
+        ack_id = heartbeat_reads.newest_id(conn)
         set_meta(conn, ACK_PREFIX + check, json.dumps({"ack_ns": now_ns, "ack_id": ack_id,
                                                        "detail": detail[:500]}))
 

@@ -18,7 +18,7 @@ import re
 
 from memory_core.delivery.intent import system_turn
 from memory_core.errors import StoreError
-from memory_core.outbox import journal, spill
+from memory_core.outbox import heartbeat_reads, journal, spill
 from memory_core.outbox.heartbeat import FUTURE_SLACK_NS
 from memory_core.store import identity
 from memory_core.store.db import write
@@ -274,9 +274,7 @@ def hook_heartbeats(ev) -> CheckResult:
         # the latest run is the row written last (rowid order), never the one whose clock
         # said latest: a failure written while the clock ran behind, or far ahead, is still
         # the hook's latest run
-        last = conn.execute(
-            "SELECT outcome, reason, detail, started_ns, id FROM heartbeats WHERE hook = ? AND "
-            "outcome IS NOT NULL ORDER BY id DESC LIMIT 1", (hook,)).fetchone()
+        last = heartbeat_reads.last_completed(conn, hook)
         if last is None:
             continue
         outcome, reason, detail, started, row_id = last
@@ -311,10 +309,7 @@ def hook_heartbeats(ev) -> CheckResult:
                          (fix + "; " if fix else "fix what the reason names; ")
                          + "the hook's next good run clears this (history: `memhealth report`)" + ACK))
             continue
-        failed = conn.execute(
-            "SELECT outcome, count(*) FROM heartbeats WHERE hook = ? AND started_ns >= ? AND "
-            "outcome IN ('error', 'killed') GROUP BY outcome ORDER BY outcome",
-            (hook, max(since, acked + 1))).fetchall()
+        failed = heartbeat_reads.failures_since(conn, hook, max(since, acked + 1))
         if failed:
             notes.append(f"{hook}: " + ", ".join(f"{n} {o}" for o, n in failed) + " recently, latest ok")
 
@@ -338,9 +333,7 @@ def hook_heartbeats(ev) -> CheckResult:
             prompts = count_prompts(s["transcript"], s["size"])
             if not prompts:
                 continue
-            (seen,) = conn.execute(
-                "SELECT count(*) FROM heartbeats WHERE hook = 'prompt' AND session_id = ? AND "
-                "started_ns >= ?", (s["sid"], s["ts_ns"])).fetchone()
+            seen = heartbeat_reads.prompts_in_session(conn, s["sid"], s["ts_ns"])
             if not seen:
                 reds.append((f"prompt hook left no rows in session {s['sid'][:8]} while its transcript "
                              f"gained {prompts} prompt(s) after SessionStart (last "
@@ -349,15 +342,9 @@ def hook_heartbeats(ev) -> CheckResult:
                              "`memhealth init` rewrites it); try `memhealth hook prompt < payload.json`" + ACK))
     # ... and the other direction: prompts recorded in a session SessionStart never saw
     if "session-start" in expected:
-        first = conn.execute("SELECT min(started_ns) FROM heartbeats WHERE hook = 'session-start'"
-                             ).fetchone()[0]
+        first = heartbeat_reads.first_session_start_ns(conn)
         if first is not None:
-            orphans = conn.execute(
-                "SELECT p.session_id, max(p.started_ns) FROM heartbeats p WHERE p.hook = 'prompt' "
-                "AND p.session_id IS NOT NULL AND p.started_ns >= ? AND p.started_ns > ? "
-                "AND NOT EXISTS (SELECT 1 FROM heartbeats s WHERE s.hook = 'session-start' "
-                "AND s.session_id = p.session_id) GROUP BY p.session_id ORDER BY 2 DESC",
-                (since, first)).fetchall()
+            orphans = heartbeat_reads.sessions_without_start(conn, since, first)
             orphans = [o for o in orphans if o[0] != ev.session_id and o[1] > acked]
             if orphans:
                 reds.append((f"session-start did not fire for {len(orphans)} session(s) whose prompts "
@@ -366,8 +353,7 @@ def hook_heartbeats(ev) -> CheckResult:
                              "check the SessionStart entry in .claude/settings*.json (`memhealth init` "
                              "rewrites it)" + ACK))
 
-    future = conn.execute("SELECT count(*), max(started_ns) FROM heartbeats WHERE started_ns > ?",
-                          (ev.now_ns + FUTURE_SLACK_NS,)).fetchone()
+    future = heartbeat_reads.future_rows(conn, ev.now_ns + FUTURE_SLACK_NS)
     skew = None
     if future[0]:
         # their own finding: not a failure of any hook, and not activity (ignored above);
@@ -421,8 +407,7 @@ def hook_heartbeats(ev) -> CheckResult:
         if skew:
             detail += f"; also {skew}"
         return red(detail, reds[0][1] if len(reds) == 1 else " | ".join(dict.fromkeys(f for _, f in reds)))
-    (runs,) = conn.execute("SELECT count(*) FROM heartbeats WHERE started_ns >= ? AND hook != 'gate'",
-                           (since,)).fetchone()
+    runs = heartbeat_reads.runs_since(conn, since)
     if notes:  # recovered failures: the person's to look into, not Claude's
         return note("; ".join(notes), audience=OPERATOR)
     if ev.last_activity_ns() is None:

@@ -19,6 +19,7 @@ try:  # the builtin module: hashlib would load OpenSSL on the session-start path
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
+from memory_core.outbox import novelty_log
 from memory_core.store.db import write
 from probes.result import OPERATOR, CheckResult, green, note, red
 
@@ -47,20 +48,14 @@ def record_render(conn, session_id: str | None, text: str, corpus_sig: str, now_
     its old name, corpus_sig); return the hash."""
     digest = render_hash(text)
     with write(conn):
-        cur = conn.execute(
-            "INSERT INTO novelty(ts_ns, session_id, render_hash, corpus_sig) VALUES (?,?,?,?)",
-            (now_ns, session_id, digest, corpus_sig))
-        if cur.lastrowid and cur.lastrowid % 100 == 0:
-            conn.execute("DELETE FROM novelty WHERE id <= ?", (cur.lastrowid - KEEP,))
+        novelty_log.record(conn, now_ns, session_id, digest, corpus_sig, KEEP)
     return digest
 
 
 def render_novelty(ev) -> CheckResult:
     """RED when the latest session-start render repeats across REPEATS distinct sessions
     while the render's own inputs moved underneath it (the render did not follow them)."""
-    rows = ev.conn.execute(
-        "SELECT session_id, render_hash, corpus_sig FROM novelty WHERE ts_ns <= ? "
-        "ORDER BY id DESC LIMIT ?", (ev.now_ns, WINDOW)).fetchall()
+    rows = novelty_log.latest(ev.conn, ev.now_ns, WINDOW)
     if not rows:
         return green("no session-start renders recorded yet")
     if all(not sid for sid, _, _ in rows[:REPEATS]) and len(rows) >= REPEATS:

@@ -23,7 +23,9 @@ import time
 from memory_core.errors import StoreError
 from memory_core.index import code as code_index
 from memory_core.index import docfreq
+from memory_core.index import reads as index_reads
 from memory_core.index.vectors import vector_count
+from memory_core.outbox import gate_log, rollup_reads, span_reads
 from memory_core.store.db import connect, load_vec, sqlite3
 from memory_core.store.meta import get_meta
 from telemetry.catalog import (
@@ -138,7 +140,7 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
             parts[m.name + "_bucket"] = (m, "bucket")
             parts[m.name + "_sum"] = (m, "sum")
             parts[m.name + "_count"] = (m, "count")
-    for name, labels_json, value in conn.execute("SELECT metric, labels, value FROM rollups"):
+    for name, labels_json, value in rollup_reads.every_rollup(conn):
         try:
             labels = json.loads(labels_json)
         except ValueError:
@@ -183,20 +185,19 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
 
     fam = families["memhealth_ingest_watermark_age_seconds"]
     stamps = families["memhealth_ingest_last_timestamp_seconds"]
-    for source, newest in conn.execute("SELECT source, max(updated_ns) FROM watermarks GROUP BY source"):
+    for source, newest in index_reads.newest_by_source(conn):
         key = (str(source)[:MAX_LABEL_CHARS],)
         fam.samples[key] = max(0.0, (now_ns - newest) / 1e9)
         stamps.samples[key] = newest / 1e9
 
     _read_code_index(conn, families)
 
-    latest = conn.execute("SELECT max(id) FROM gate_runs").fetchone()[0]
+    latest = gate_log.latest_run_id(conn)
     current_state = None
     if latest is not None:
         fam = families["memhealth_gate_check_status"]
         enum = families["memhealth_gate_check_state"]
-        for name, status, state in conn.execute(
-                "SELECT name, status, state FROM gate_checks WHERE run_id = ?", (latest,)):
+        for name, status, state in gate_log.check_states(conn, latest):
             if status in GATE_STATUS_VALUES:
                 check = str(name)[:MAX_LABEL_CHARS]
                 fam.samples[(check,)] = float(GATE_STATUS_VALUES[status])
@@ -209,7 +210,7 @@ def read_families(conn, *, now_ns: int | None = None, killed_after_s: float | No
         fam.samples = {(s,): 1.0 if s == current_state else 0.0 for s in EMBEDDING_STATES}
 
     last_id = int(get_meta(conn, META_EXPORT_LAST_ID) or 0)
-    (backlog,) = conn.execute("SELECT count(*) FROM spans WHERE id > ?", (last_id,)).fetchone()
+    backlog = span_reads.backlog(conn, last_id)
     families["memhealth_outbox_backlog_spans"].samples[()] = float(backlog)
     last_ok = int(get_meta(conn, META_EXPORT_LAST_SUCCESS) or 0)
     families["memhealth_export_last_success_timestamp_seconds"].samples[()] = last_ok / 1e9
@@ -240,8 +241,7 @@ def _read_exemplars(conn, families: dict, parts: dict) -> None:
     before the table (serve migrates up front; a library caller may not) has none."""
     if not _table_exists(conn, "rollup_exemplars"):
         return
-    for name, labels_json, trace_id, value, ts_ns in conn.execute(
-            "SELECT metric, labels, trace_id, value, ts_ns FROM rollup_exemplars"):
+    for name, labels_json, trace_id, value, ts_ns in rollup_reads.exemplars(conn):
         part = parts.get(name)
         if part is None or part[1] != "bucket" or part[0].name not in EXEMPLAR_METRICS:
             continue

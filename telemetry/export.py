@@ -29,6 +29,7 @@ import os
 import time
 
 from memory_core.errors import StoreError
+from memory_core.outbox import span_reads
 from memory_core.outbox.spans import prune_spans
 from memory_core.store.db import sqlite3, write
 from memory_core.store.meta import get_meta, init_meta, set_meta
@@ -49,8 +50,6 @@ CONTENT_SUFFIXES = (".prompt.text", ".query.text")  # attributes carrying user t
 BATCH_SIZE = 512
 MAX_BATCHES_PER_RUN = 200
 
-_SPAN_COLUMNS = ("id, trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, "
-                 "status_code, status_message, attributes, events")
 
 
 class ExportResult:
@@ -162,7 +161,7 @@ def watermark(conn) -> int:
     from memory_core.store.db import write
 
     with write(conn):
-        (newest,) = conn.execute("SELECT coalesce(max(id), 0) FROM spans").fetchone()
+        newest = span_reads.newest_id(conn) or 0
         insert_degradation(conn, "export", "watermark_corrupt",
                            f"{META_EXPORT_LAST_ID} was {str(raw)[:80]!r}: resumed after span {newest}; spans "
                            "recorded before it and not yet exported are not sent")
@@ -171,7 +170,7 @@ def watermark(conn) -> int:
 
 
 def backlog(conn) -> int:
-    return conn.execute("SELECT count(*) FROM spans WHERE id > ?", (watermark(conn),)).fetchone()[0]
+    return span_reads.backlog(conn, watermark(conn))
 
 
 # -- rows to SDK objects ---------------------------------------------------------------------
@@ -261,7 +260,7 @@ class _SpanBuilder:
         self.capture_content = capture_content
 
     def build(self, rows) -> tuple[list, int]:
-        """(finished spans, malformed row count) for rows in _SPAN_COLUMNS order."""
+        """(finished spans, malformed row count) for rows in span_reads.SPAN_COLUMNS order."""
         from opentelemetry import context as otel_context
         from opentelemetry import trace
         from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -513,12 +512,11 @@ class OtlpExporter:
         if self._builder is None:
             self._builder = _SpanBuilder(resource, self.capture_content)
         last_id = watermark(conn)
-        (newest,) = conn.execute("SELECT max(id) FROM spans").fetchone()
+        newest = span_reads.newest_id(conn)
         if newest is not None and newest < last_id:
             last_id = 0  # the table was rebuilt under us: resend rather than skip
         for _ in range(MAX_BATCHES_PER_RUN):
-            rows = conn.execute(f"SELECT {_SPAN_COLUMNS} FROM spans WHERE id > ? ORDER BY id LIMIT ?",
-                                (last_id, BATCH_SIZE)).fetchall()
+            rows = span_reads.batch(conn, last_id, BATCH_SIZE)
             if not rows:
                 break
             spans, malformed = self._builder.build(rows)

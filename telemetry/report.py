@@ -15,14 +15,22 @@ from __future__ import annotations
 import json
 import time
 
+from memory_core.index import reads as index_reads
+from memory_core.outbox import (
+    alert_log,
+    cost_reads,
+    decision_reads,
+    delivery_reads,
+    gate_log,
+    heartbeat_reads,
+    span_reads,
+    witness_log,
+)
 from memory_core.store.meta import meta_with_prefix
+from memory_core.store.reads import has_table
 from telemetry.catalog import INJECTION_OUTCOMES
 
 DAY_NS = 86400 * 10 ** 9
-
-
-def _day(column: str) -> str:
-    return f"date({column} / 1000000000, 'unixepoch')"
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -32,11 +40,6 @@ def _pct(values: list[float], q: float) -> float | None:
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100), at least 1
     return ordered[int(min(rank, len(ordered))) - 1]
-
-
-def _has_table(conn, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                        (name,)).fetchone() is not None
 
 
 def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
@@ -75,14 +78,11 @@ def build_report(conn, days: float = 7.0, *, now_ns: int | None = None,
 def _witness(conn, since: int) -> list[dict]:
     """What the transcripts showed that no heartbeat recorded (probes.witness), by day,
     event, kind and failure."""
-    if not _has_table(conn, "witness_findings"):
+    if not has_table(conn, "witness_findings"):
         return []
     return [{"day": d, "event": e, "kind": k, "count": n, "exit_code": x, "stderr": err or "",
              "sessions": sessions}
-            for d, e, k, x, err, n, sessions in conn.execute(
-                f"SELECT {_day('last_ns')} AS day, event, kind, exit_code, stderr, sum(n), "
-                "count(DISTINCT session_id) FROM witness_findings WHERE last_ns >= ? "
-                "GROUP BY day, event, kind, exit_code, stderr ORDER BY day, event", (since,))]
+            for d, e, k, x, err, n, sessions in witness_log.findings_by_day(conn, since)]
 
 
 def _session_cost(conn, since: int, until: int) -> dict:
@@ -94,10 +94,7 @@ def _session_cost(conn, since: int, until: int) -> dict:
 def _invocations(conn, since: int) -> dict:
     per_day: dict[tuple, dict] = {}
     totals: dict[str, dict] = {}
-    for day, hook, outcome, n in conn.execute(
-            f"SELECT {_day('started_ns')} AS day, hook, ifnull(outcome, 'running'), count(*) "
-            "FROM heartbeats WHERE started_ns >= ? GROUP BY day, hook, outcome ORDER BY day, hook",
-            (since,)):
+    for day, hook, outcome, n in heartbeat_reads.outcomes_by_day(conn, since):
         row = per_day.setdefault((day, hook), {"day": day, "hook": hook, "total": 0, "ok": 0,
                                                "error": 0, "killed": 0, "running": 0})
         row[outcome] = row.get(outcome, 0) + n
@@ -114,10 +111,7 @@ def _invocations(conn, since: int) -> dict:
 
 def _failures(conn, since: int) -> dict:
     per_day = [{"day": d, "hook": h, "family": r or "unknown", "count": n}
-               for d, h, r, n in conn.execute(
-                   f"SELECT {_day('started_ns')} AS day, hook, reason, count(*) FROM heartbeats "
-                   "WHERE started_ns >= ? AND outcome IN ('error', 'killed') "
-                   "GROUP BY day, hook, reason ORDER BY day, hook, count(*) DESC", (since,))]
+               for d, h, r, n in heartbeat_reads.failures_by_day(conn, since)]
     by_family: dict[str, int] = {}
     for row in per_day:
         by_family[row["family"]] = by_family.get(row["family"], 0) + row["count"]
@@ -128,10 +122,7 @@ def _failures(conn, since: int) -> dict:
 
 def _killed(conn, since: int) -> list[dict]:
     return [{"hook": h, "count": n, "last_started_ns": last}
-            for h, n, last in conn.execute(
-                "SELECT hook, count(*), max(started_ns) FROM heartbeats "
-                "WHERE started_ns >= ? AND outcome = 'killed' GROUP BY hook ORDER BY count(*) DESC",
-                (since,))]
+            for h, n, last in heartbeat_reads.killed_since(conn, since)]
 
 
 def _injection(conn, since: int) -> dict:
@@ -139,9 +130,7 @@ def _injection(conn, since: int) -> dict:
     prompts = intent = 0
     latencies: list[float] = []
     per_day: dict[str, dict] = {}
-    for day, outcome, has_intent, ms in conn.execute(
-            f"SELECT {_day('ts_ns')}, outcome, intent IS NOT NULL AND intent != '', retrieval_ms "
-            "FROM decisions WHERE ts_ns >= ? AND hook = 'prompt'", (since,)):
+    for day, outcome, has_intent, ms in decision_reads.prompt_decisions_by_day(conn, since):
         prompts += 1
         intent += 1 if has_intent else 0
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
@@ -166,23 +155,15 @@ def _injection(conn, since: int) -> dict:
 def _cues(conn, since: int) -> dict:
     """Cue evaluations by outcome, deliveries, and what compaction cost: per session, files
     read again after a compaction boundary and the bytes re-read (PostToolUse Read)."""
-    if not _has_table(conn, "cue_audit"):
+    if not has_table(conn, "cue_audit"):
         return {"evaluations": 0, "outcomes": {}, "rereads": {"files": 0, "same_content": 0, "bytes": 0},
                 "sessions": []}
-    outcomes = dict(conn.execute(
-        "SELECT coalesce(reason, outcome), count(*) FROM cue_audit WHERE ts_ns >= ? GROUP BY 1 ORDER BY 1",
-        (since,)).fetchall())
+    outcomes = delivery_reads.outcomes_since(conn, since)
     sessions = [{"session_id": sid, "compactions": epochs, "rereads": n, "same_content": same, "bytes": b}
-                for sid, epochs, n, same, b in conn.execute(
-                    "SELECT session_id, max(epoch), sum(reread), sum(same_content), sum(CASE WHEN reread THEN bytes "
-                    "ELSE 0 END) FROM file_reads WHERE ts_ns >= ? GROUP BY session_id HAVING sum(reread) > 0 "
-                    "ORDER BY 5 DESC LIMIT 20", (since,))]
-    files, same, size = conn.execute(
-        "SELECT count(*), coalesce(sum(same_content), 0), coalesce(sum(bytes), 0) FROM file_reads "
-        "WHERE ts_ns >= ? AND reread = 1", (since,)).fetchone()
+                for sid, epochs, n, same, b in delivery_reads.rereads_by_session(conn, since, 20)]
+    files, same, size = delivery_reads.reread_totals(conn, since)
     history = {"transcripts": 0, "files": 0, "bytes": 0, "same_content": 0}
-    for (state,) in conn.execute("SELECT state FROM watermarks WHERE source = 'transcript' AND path != '*' "
-                                 "AND state LIKE '%\"rereads\"%'"):
+    for state in index_reads.transcript_reread_states(conn):
         try:
             cost = json.loads(state).get("rereads") or {}
         except (ValueError, AttributeError):
@@ -198,23 +179,16 @@ def _cues(conn, since: int) -> dict:
 
 def _gate(conn, since: int) -> dict:
     per_day: dict[str, dict] = {}
-    for day, verdict, n in conn.execute(
-            f"SELECT {_day('ts_ns')} AS day, verdict, count(*) FROM gate_runs WHERE ts_ns >= ? "
-            "GROUP BY day, verdict ORDER BY day", (since,)):
+    for day, verdict, n in gate_log.verdicts_by_day(conn, since):
         row = per_day.setdefault(day, {"day": day, "green": 0, "red": 0})
         row[verdict] = row.get(verdict, 0) + n
     recent = []
-    for run_id, ts, total, green, red, verdict in conn.execute(
-            "SELECT id, ts_ns, total, green, red, verdict FROM gate_runs WHERE ts_ns >= ? "
-            "ORDER BY id DESC LIMIT 10", (since,)).fetchall():
-        reds = [name for (name,) in conn.execute(
-            "SELECT name FROM gate_checks WHERE run_id = ? AND status = 'red' ORDER BY name", (run_id,))]
+    for run_id, ts, total, green, red, verdict in gate_log.recent_runs(conn, 10, since):
+        reds = [name for _rid, name in gate_log.red_checks_of(conn, [run_id])]
         recent.append({"ts_ns": ts, "verdict": verdict, "green": green, "total": total, "red": red,
                        "red_checks": reds})
     red_checks: dict[str, int] = {}
-    for name, n in conn.execute(
-            "SELECT c.name, count(*) FROM gate_checks c JOIN gate_runs r ON r.id = c.run_id "
-            "WHERE r.ts_ns >= ? AND c.status = 'red' GROUP BY c.name ORDER BY count(*) DESC", (since,)):
+    for name, n in gate_log.red_counts_since(conn, since):
         red_checks[name] = n
     return {"per_day": [per_day[d] for d in sorted(per_day)], "recent": recent, "red_checks": red_checks,
             "acks": _acks(conn)}
@@ -237,24 +211,20 @@ def _acks(conn) -> list[dict]:
 
 def _degradations(conn, since: int) -> list[dict]:
     return [{"component": c, "reason": r, "count": n, "last_ns": last}
-            for c, r, n, last in conn.execute(
-                "SELECT component, reason, count(*), max(ts_ns) FROM degradations WHERE ts_ns >= ? "
-                "GROUP BY component, reason ORDER BY count(*) DESC", (since,))]
+            for c, r, n, last in decision_reads.degradations_since(conn, since)]
 
 
 def _alerts(conn, since: int) -> list[dict]:
-    if not _has_table(conn, "alert_decisions"):
+    if not has_table(conn, "alert_decisions"):
         return []
     return [{"route": r, "decision": d, "count": n}
-            for r, d, n in conn.execute(
-                "SELECT route, decision, count(*) FROM alert_decisions WHERE ts_ns >= ? "
-                "GROUP BY route, decision ORDER BY route, decision", (since,))]
+            for r, d, n in alert_log.counts_since(conn, since)]
 
 
 def _telemetry(conn) -> dict:
     meta = meta_with_prefix(conn, "export.")
     last_id = int(meta.get("export.spans.last_id") or 0)
-    (backlog,) = conn.execute("SELECT count(*) FROM spans WHERE id > ?", (last_id,)).fetchone()
+    backlog = span_reads.backlog(conn, last_id)
     last_ok = int(meta.get("export.last_success_ns") or 0)
     return {"outbox_backlog": backlog, "last_export_success_ns": last_ok or None,
             "last_export_error": meta.get("export.last_error") or None}
@@ -389,9 +359,7 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
         name = ablation.arm_at(sched, ts)
         return arms[name] if name else None
 
-    for ts, session, outcome, detail in conn.execute(
-            "SELECT ts_ns, session_id, outcome, detail FROM decisions WHERE hook = 'prompt' "
-            "AND ts_ns >= ? AND ts_ns < ?", (lo, hi)):
+    for ts, session, outcome, detail in decision_reads.prompt_decisions_between(conn, lo, hi):
         arm = arm_of(ts)
         if arm is None:
             continue
@@ -415,8 +383,7 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
             if block in ABLATION_BLOCKS:
                 arm["blocks"][block][key] += 1
     reds = []
-    for ts, verdict in conn.execute("SELECT ts_ns, verdict FROM gate_runs WHERE ts_ns >= ? ORDER BY ts_ns",
-                                    (lo,)):
+    for ts, verdict in gate_log.verdicts_since(conn, lo):
         if verdict == "red":
             reds.append(ts)
         arm = arm_of(ts) if ts < hi else None
@@ -426,8 +393,7 @@ def build_ablation(conn, *, now_ns: int | None = None) -> dict:
     # an episode: the hook failures a RED verdict is the first to follow; its onset is the
     # earliest of them, and it belongs to the arm in force then
     episodes: dict[int | None, int] = {}
-    for ts, in conn.execute("SELECT started_ns FROM heartbeats WHERE hook != 'gate' AND outcome IN "
-                            "('error', 'killed') AND started_ns >= ? AND started_ns < ?", (lo, hi)):
+    for ts in heartbeat_reads.failure_starts(conn, lo, hi):
         arm = arm_of(ts)
         if arm is None:
             continue
@@ -461,16 +427,13 @@ def _ablation_cost(conn, lo: int, hi: int, arm_of) -> None:
     injection-off arm's saving is the difference, and its would-inject characters."""
     from memory_core.outbox.costs import estimate_tokens
 
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'context_blocks'").fetchone():
-        for ts, chars in conn.execute("SELECT ts_ns, chars FROM context_blocks WHERE ts_ns >= ? AND ts_ns < ?",
-                                      (lo, hi)):
+    if has_table(conn, "context_blocks"):
+        for ts, chars in cost_reads.chars_between(conn, lo, hi):
             arm = arm_of(ts)
             if arm is not None:
                 arm["cost"]["context_chars"] += chars
                 arm["cost"]["context_tokens_est"] += estimate_tokens(chars)
-    for ts, ms in conn.execute("SELECT started_ns, (ended_ns - started_ns) / 1e6 FROM heartbeats WHERE hook NOT IN "
-                               "('gate', 'capture') AND ended_ns IS NOT NULL AND started_ns >= ? AND started_ns < ?",
-                               (lo, hi)):
+    for ts, ms in heartbeat_reads.session_hook_wall_ms(conn, lo, hi):
         arm = arm_of(ts)
         if arm is not None:
             arm["cost"]["hook_ms"] += max(0.0, ms)

@@ -15,9 +15,10 @@ after the tool, before its result reaches Claude, so both count as wall time add
 
 from __future__ import annotations
 
+from memory_core.outbox import cost_reads, heartbeat_reads
 from memory_core.outbox.costs import CHARS_PER_TOKEN, KINDS, estimate_tokens
+from memory_core.records import reads as record_reads
 
-HOOK_ROWS = "hook NOT IN ('gate', 'capture')"  # the gate's own runs and the detached worker are not a session's hooks
 MAX_SESSIONS = 20  # sessions listed one by one (newest first); totals cover the whole window
 TOOL_HOOKS = ("pre-tool", "post-tool")
 
@@ -53,9 +54,7 @@ def build(conn, since_ns: int, until_ns: int) -> dict:
             sessions[sid] = {"session_id": sid, "first_ns": None, **_blank()}
         return sessions[sid]
 
-    for hook, sid, started, ended in conn.execute(
-            f"SELECT hook, session_id, started_ns, ended_ns FROM heartbeats WHERE {HOOK_ROWS} AND "
-            "started_ns >= ? AND started_ns < ? AND ended_ns IS NOT NULL", (since_ns, until_ns)):
+    for hook, sid, started, ended in heartbeat_reads.session_hook_runs(conn, since_ns, until_ns):
         ms = max(0, ended - started) / 1e6
         s = session(sid)
         s["first_ns"] = started if s["first_ns"] is None else min(s["first_ns"], started)
@@ -74,9 +73,7 @@ def build(conn, since_ns: int, until_ns: int) -> dict:
 
     if _has(conn, "context_blocks"):
         with_context: dict[str, set] = {}
-        for hook, sid, trace, kind, chars in conn.execute(
-                "SELECT hook, session_id, trace_id, kind, chars FROM context_blocks WHERE ts_ns >= ? AND "
-                "ts_ns < ?", (since_ns, until_ns)):
+        for hook, sid, trace, kind, chars in cost_reads.blocks_between(conn, since_ns, until_ns):
             tokens = estimate_tokens(chars)
             s = session(sid)
             for target in (s, totals):
@@ -97,9 +94,7 @@ def build(conn, since_ns: int, until_ns: int) -> dict:
             events[hook]["with_context"] = len(traces)
 
     if _has(conn, "capture_candidates"):
-        for sid, state, n in conn.execute(
-                "SELECT session_id, state, count(*) FROM capture_candidates WHERE created_ns >= ? AND "
-                "created_ns < ? GROUP BY session_id, state", (since_ns, until_ns)):
+        for sid, state, n in record_reads.states_by_session(conn, since_ns, until_ns):
             s = sessions.get(sid)
             for target in ((s, totals) if s is not None else (totals,)):
                 target["captured"] += n

@@ -1,10 +1,10 @@
 """What the gate and the alerts agree on: SLO windows, thresholds and each gate check's alert.
 
-    EXPORT_MAX_LAG_S                   # probes/checks.py and the MemhealthExporterDown rule
+    EXPORT_MAX_LAG_S                   # probes/checks_pipeline.py and the MemhealthExporterDown rule
     GATE_CHECKS["index_integrity"].severity   # "critical": the MemhealthGateCheckRed rule's label
 
-One definition each, read by `probes/checks.py` (the gate) and by `telemetry/artifacts/` (the
-rules, runbook links and routing). The objectives and latency budgets themselves live in
+One definition each, read by the gate (`probes/checks_pipeline.py`) and by
+`telemetry/artifacts/` (the rules, runbook links and routing). The objectives and latency budgets themselves live in
 `telemetry/catalog.py` beside the metrics they are computed from. Standard library only: the
 probes layer imports it (tests/test_layering.py allows exactly this module beside the catalog).
 """

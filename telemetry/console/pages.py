@@ -6,6 +6,17 @@ from __future__ import annotations
 import time
 from urllib.parse import urlencode
 
+from memory_core.index import reads as index_reads
+from memory_core.items import reads as item_reads
+from memory_core.outbox import (
+    alert_log,
+    decision_reads,
+    delivery_reads,
+    gate_log,
+    heartbeat_reads,
+    span_reads,
+)
+from memory_core.records import reads as record_reads
 from telemetry.console.html import (
     GATE_HISTORY,
     HEARTBEAT_DAYS,
@@ -42,8 +53,7 @@ class Pages:
 
     def health(self, conn, params) -> tuple[str, str]:
         out = []
-        run = conn.execute("SELECT id, ts_ns, total, green, red, verdict, duration_ms FROM gate_runs "
-                           "ORDER BY id DESC LIMIT 1").fetchone()
+        run = gate_log.latest_run(conn)
         out.append("<section aria-labelledby=\"now\"><h2 id=\"now\">Verdict now</h2>")
         if run is None:
             out.append("<p>No gate run recorded yet. It runs at every session start and on serve's "
@@ -54,9 +64,7 @@ class Pages:
                     else f"MEMORY-HEALTH: {total}/{total} GREEN")
             out.append(f'<p class="verdict">{status_badge(verdict)} <strong>{esc(head)}</strong> '
                        f'<span class="muted">run #{rid} at {when(ts)}, {esc(fmt(ms))} ms</span></p>')
-            checks = conn.execute(
-                "SELECT name, status, state, detail, fix, duration_ms FROM gate_checks WHERE run_id = ? "
-                "ORDER BY CASE status WHEN 'red' THEN 0 WHEN 'note' THEN 1 ELSE 2 END, name", (rid,)).fetchall()
+            checks = gate_log.checks_of(conn, rid)
             out.append("<table><caption class=\"muted\">Every check of the latest run, REDs first</caption>"
                        "<thead><tr><th scope=\"col\">Status</th><th scope=\"col\">Check</th>"
                        "<th scope=\"col\">State</th><th scope=\"col\">Detail</th><th scope=\"col\">FIX</th>"
@@ -68,14 +76,11 @@ class Pages:
             out.append("</tbody></table>")
         out.append("</section>")
 
-        runs = conn.execute("SELECT id, ts_ns, total, green, red, verdict FROM gate_runs ORDER BY id DESC "
-                            f"LIMIT {GATE_HISTORY}").fetchall()
+        runs = gate_log.recent_runs(conn, GATE_HISTORY)
         if runs:
             ids = [r[0] for r in runs]
             reds: dict[int, list[str]] = {}
-            marks = ",".join("?" * len(ids))
-            for rid, name in conn.execute(f"SELECT run_id, name FROM gate_checks WHERE status = 'red' AND "
-                                          f"run_id IN ({marks}) ORDER BY name", ids):
+            for rid, name in gate_log.red_checks_of(conn, ids):
                 reds.setdefault(rid, []).append(name)
             out.append("<section aria-labelledby=\"hist\"><h2 id=\"hist\">Verdict history</h2>"
                        f"<table><caption class=\"muted\">The last {len(runs)} gate runs</caption><thead><tr>"
@@ -88,10 +93,7 @@ class Pages:
 
         since = time.time_ns() - HEARTBEAT_DAYS * 86400 * 10 ** 9
         per: dict[tuple, dict] = {}
-        for day, hook, outcome, reason, n in conn.execute(
-                "SELECT date(started_ns / 1000000000, 'unixepoch') AS day, hook, ifnull(outcome, 'open'), "
-                "reason, count(*) FROM heartbeats WHERE started_ns >= ? GROUP BY day, hook, outcome, reason "
-                "ORDER BY day DESC, hook", (since,)):
+        for day, hook, outcome, reason, n in heartbeat_reads.outcomes_and_reasons_by_day(conn, since):
             row = per.setdefault((day, hook), {"ok": 0, "error": {}, "killed": 0, "open": 0})
             if outcome == "error":
                 row["error"][reason or "unknown"] = row["error"].get(reason or "unknown", 0) + n
@@ -137,20 +139,7 @@ class Pages:
         outcome = params.get("outcome", "")
         session = params.get("session", "").strip()
         before = as_int(params.get("before"))
-        where, args = [], []
-        if outcome:
-            where.append("outcome = ?")
-            args.append(outcome)
-        if session:
-            where.append("session_id = ?")
-            args.append(session)
-        if before is not None:
-            where.append("id < ?")
-            args.append(before)
-        sql = ("SELECT id, ts_ns, hook, session_id, prompt_hash, prompt_len, outcome, intent, retrieval_ms, "
-               "trace_id, detail FROM decisions" + (" WHERE " + " AND ".join(where) if where else "")
-               + f" ORDER BY id DESC LIMIT {PAGE_SIZE + 1}")
-        rows = conn.execute(sql, args).fetchall()
+        rows = decision_reads.page(conn, PAGE_SIZE + 1, outcome, session, before)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         texts = self._prompt_texts(conn, [r[9] for r in rows if r[9]])
@@ -208,21 +197,8 @@ class Pages:
             return ""
         cue = params.get("cue", "")
         before = as_int(params.get("cue_before"))
-        where, args = [], []
-        if session:
-            where.append("a.session_id = ?")
-            args.append(session)
-        if cue in ("fired", "skipped"):
-            where.append("a.outcome = ?")
-            args.append(cue)
-        if before is not None:
-            where.append("a.id < ?")
-            args.append(before)
-        rows = conn.execute(
-            "SELECT a.id, a.ts_ns, a.session_id, a.event, a.trigger, m.name, a.outcome, a.reason, a.epoch, a.detail "
-            "FROM cue_audit a LEFT JOIN memory_items m ON m.id = a.item_id"
-            + (" WHERE " + " AND ".join(where) if where else "") + f" ORDER BY a.id DESC LIMIT {PAGE_SIZE + 1}",
-            args).fetchall()
+        rows = delivery_reads.page(conn, PAGE_SIZE + 1, session, cue if cue in ("fired", "skipped") else "",
+                                   before)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         options = "".join(f'<option value="{c}"{" selected" if c == cue else ""}>{c or "all"}</option>'
@@ -258,11 +234,8 @@ class Pages:
         [injection].capture_content is on, and only while the span is in the outbox."""
         if not trace_ids or not self.app.cfg["injection"].get("capture_content"):
             return {}
-        marks = ",".join("?" * len(trace_ids))
         found = {}
-        for trace_id, attrs in conn.execute(
-                f"SELECT trace_id, attributes FROM spans WHERE parent_span_id IS NULL AND trace_id IN ({marks})",
-                trace_ids):
+        for trace_id, attrs in span_reads.root_attributes(conn, trace_ids):
             text = loads_detail(attrs).get("memhealth.prompt.text")
             if isinstance(text, str):
                 found[trace_id] = text
@@ -278,11 +251,8 @@ class Pages:
         # only, so the page itself costs the same with 1,000 chunks as with 100,000.
         counts = []
         if params.get("counts"):
-            counts = [(s, "", n) for s, n in conn.execute("SELECT source, count(*) FROM chunks GROUP BY source")
-                      if s != "memory"]
-            counts += [("memory", k, n) for k, n in conn.execute(
-                "SELECT ifnull(kind, ''), count(*) FROM chunks WHERE source = 'memory' GROUP BY kind "
-                "ORDER BY count(*) DESC")]
+            counts = [(s, "", n) for s, n in index_reads.counts_by_source(conn) if s != "memory"]
+            counts += [("memory", k, n) for k, n in index_reads.memory_counts_by_kind(conn)]
             counts.sort(key=lambda c: c[0])
         from memory_core.ingest.base import SOURCES
 
@@ -314,17 +284,7 @@ class Pages:
                 [(h.chunk_id, h.source, chunk_kind(conn, h.chunk_id), h.path, h.lines, h.title, h.snippet, h.signal_weight,
                   f"{h.score:.4f} ({'+'.join(h.legs)})") for h in hits], score=True) + "</section>")
         else:
-            where, args = [], []
-            if source:
-                where.append("source = ?")
-                args.append(source)
-            if before is not None:
-                where.append("id < ?")
-                args.append(before)
-            rows = conn.execute(
-                "SELECT id, source, kind, path, line_start, line_end, title, substr(content, 1, 400), signal_weight "
-                "FROM chunks" + (" WHERE " + " AND ".join(where) if where else "")
-                + f" ORDER BY id DESC LIMIT {PAGE_SIZE + 1}", args).fetchall()
+            rows = index_reads.chunk_page(conn, PAGE_SIZE + 1, source, before)
             more = len(rows) > PAGE_SIZE
             rows = rows[:PAGE_SIZE]
             out.append("<h2>Chunks, newest first</h2>")
@@ -338,9 +298,7 @@ class Pages:
                 out.append(f'<a href="{self.base}/memory?{esc(urlencode({**keep, "before": rows[-1][0]}))}" rel="next">Older →</a>')
             out.append("</nav>")
         out.append(self._memory_items(conn))
-        records = conn.execute(
-            "SELECT id, kind, title, statement, transcript, line, session_id, ts, role, record_path, decided_ns "
-            "FROM capture_candidates WHERE state = 'confirmed' ORDER BY decided_ns DESC LIMIT 100").fetchall()
+        records = record_reads.confirmed(conn, 100)
         out.append("<h2>Confirmed records</h2>")
         if not records:
             out.append(f"<p>No record confirmed yet: <a href=\"{self.base}/triage\">triage</a> decides which captured "
@@ -364,8 +322,7 @@ class Pages:
         from memory_core.items.listing import list_cues
 
         out = []
-        anchor = conn.execute("SELECT path, line_start, title, content FROM chunks WHERE source = 'memory' AND "
-                              "title LIKE '%LATEST%' ORDER BY id DESC LIMIT 1").fetchone()
+        anchor = index_reads.resume_anchor(conn)
         out.append("<h2>Resume anchor</h2>")
         if anchor:
             out.append(f'<div class="card"><h3>{esc(anchor[2])}</h3><p class="muted"><code>{esc(anchor[0])}:'
@@ -375,8 +332,7 @@ class Pages:
                        "session picks up.</p>")
         now = time.time_ns()
         cued = {c["id"]: c for c in list_cues(conn, self.app.project.root, self.app.cfg, now_ns=now)}
-        items = conn.execute(f"SELECT id, path, line, name, kind, scope, pinned, expires_ns, recorded_ns FROM memory_items "
-                             f"ORDER BY pinned DESC, recorded_ns DESC LIMIT {MAX_ITEMS + 1}").fetchall()
+        items = item_reads.listing(conn, MAX_ITEMS + 1)
         out.append(f"<h2>Memory items: {min(len(items), MAX_ITEMS)}{'+' if len(items) > MAX_ITEMS else ''}</h2>")
         if not items:
             out.append("<p>No memory item: memory files (with frontmatter naming their kind and triggers) "
@@ -425,8 +381,7 @@ class Pages:
                    "you confirm becomes memory (a file under <code>.memhealth/memory/records/</code>, indexed "
                    "at once). Rejected and merged statements are never proposed again. These are the "
                    "operations of <code>memhealth triage</code>, recorded the same way.</p>")
-        targets = conn.execute("SELECT id, title, state FROM capture_candidates WHERE state IN ('pending', 'confirmed') "
-                               "ORDER BY id").fetchall()
+        targets = record_reads.merge_targets(conn)
         out.append(f"<h2>Pending: {len(items)}</h2>")
         if not items:
             out.append("<p>Nothing pending.</p>")
@@ -454,9 +409,7 @@ class Pages:
                    f'<label for="m{cid}">Same as</label><select id="m{cid}" name="into">{merge_opts}</select>'
                    f'<button type="submit">Merge</button></form>' if merge_opts else "")
                 + "</article>")
-        decided = conn.execute(
-            "SELECT id, kind, title, state, merged_into, record_path, decided_ns FROM capture_candidates "
-            "WHERE state != 'pending' ORDER BY decided_ns DESC LIMIT 30").fetchall()
+        decided = record_reads.recently_decided(conn, 30)
         if decided:
             out.append("<h2>Recently decided</h2><table><thead><tr><th scope=\"col\">#</th><th scope=\"col\">Kind</th>"
                        "<th scope=\"col\">Title</th><th scope=\"col\">Decision</th><th scope=\"col\">When</th></tr></thead><tbody>")
@@ -492,24 +445,14 @@ class Pages:
                        f"<td class=\"num\">{'<span class=red>0</span>' if not left else left}</td>"
                        f"<td class=\"num\">{dig['folded']}</td><td>{esc(dig['noisiest'] or '—')}</td></tr>")
         out.append("</tbody></table>")
-        digests = conn.execute("SELECT ts_ns, route, detail FROM alert_decisions WHERE decision = 'digest' "
-                               "ORDER BY id DESC LIMIT 10").fetchall()
+        digests = alert_log.recent_digests(conn, 10)
         out.append("<h2>Digests</h2>")
         out.append("<ul>" + "".join(f"<li>{when(ts)} · {esc(r)}: {esc(d)}</li>" for ts, r, d in digests) + "</ul>"
                    if digests else "<p>No digest sent yet (one goes out when the first alert of a new window "
                                    "arrives after anything folded).</p>")
         decision = params.get("decision", "")
         before = as_int(params.get("before"))
-        where, args = [], []
-        if decision:
-            where.append("decision = ?")
-            args.append(decision)
-        if before is not None:
-            where.append("id < ?")
-            args.append(before)
-        rows = conn.execute("SELECT id, ts_ns, route, alertname, severity, status, decision, detail FROM alert_decisions"
-                            + (" WHERE " + " AND ".join(where) if where else "")
-                            + f" ORDER BY id DESC LIMIT {PAGE_SIZE + 1}", args).fetchall()
+        rows = alert_log.page_of_decisions(conn, PAGE_SIZE + 1, decision, before)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         options = "".join(f'<option value="{d}"{" selected" if d == decision else ""}>{d or "all"}</option>'

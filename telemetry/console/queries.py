@@ -7,25 +7,23 @@ from __future__ import annotations
 import json
 import os
 
+from memory_core.index import reads as index_reads
+from memory_core.outbox import delivery_reads, heartbeat_reads, rollup_reads
+from memory_core.store.reads import has_table
 from telemetry.console.html import clip, loads_detail
 
 CONTEXT_LINES = 2  # transcript lines shown either side of a candidate
 MAX_CONTEXT_SCAN = 200_000  # lines read at most to reach a candidate's line
 
 
-def has_table(conn, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 def cue_evaluations(conn, trace_ids: list[str]) -> dict[str, list[tuple]]:
     """The cue audit rows of these hook invocations (by the trace id a decision row shares)."""
     if not trace_ids or not has_table(conn, "cue_audit"):
         return {}
-    marks = ",".join("?" * len(trace_ids))
     found: dict[str, list[tuple]] = {}
-    for trace_id, trigger, name, outcome, reason in conn.execute(
-            "SELECT a.trace_id, a.trigger, m.name, a.outcome, a.reason FROM cue_audit a LEFT JOIN memory_items m "
-            f"ON m.id = a.item_id WHERE a.trace_id IN ({marks}) ORDER BY a.id", trace_ids):
+    for trace_id, trigger, name, outcome, reason in delivery_reads.evaluations_of(conn, trace_ids):
         found.setdefault(trace_id, []).append((trigger, name, outcome, reason))
     return found
 
@@ -35,20 +33,15 @@ def last_runs(conn, since_ns: int) -> list[tuple]:
     come from the invocation rollup and each "last" is one step down the (hook, started_ns)
     index, so the page costs the same with a year of heartbeats as with a day."""
     counts: dict[str, int] = {}
-    for labels, value in conn.execute("SELECT labels, value FROM rollups WHERE metric = "
-                                      "'memhealth_hook_invocations_total'"):
+    for labels, value in rollup_reads.rollups_of(conn, "memhealth_hook_invocations_total"):
         lab = loads_detail(labels)
         hook = lab.get("hook")
         if hook:
             counts[hook] = counts.get(hook, 0) + (int(value) if lab.get("outcome") == "ok" else 0)
     out = []
     for hook in sorted(counts):
-        ok = conn.execute("SELECT ended_ns FROM heartbeats WHERE hook = ? AND outcome = 'ok' "
-                          "ORDER BY id DESC LIMIT 1", (hook,)).fetchone()
-        bad = conn.execute("SELECT started_ns, outcome, reason FROM heartbeats WHERE hook = ? AND started_ns >= ? "
-                           "AND outcome IN ('error', 'killed') ORDER BY id DESC LIMIT 1",
-                           (hook, since_ns)).fetchone()
-        out.append((hook, ok[0] if ok else None, counts[hook], bad))
+        bad = heartbeat_reads.last_failure_since(conn, hook, since_ns)
+        out.append((hook, heartbeat_reads.last_ok_end_ns(conn, hook), counts[hook], bad))
     return out
 
 
@@ -56,17 +49,14 @@ def outcome_totals(conn) -> list[tuple[str, int]]:
     """Decisions per outcome from the counter rollup the hooks keep on write: a GROUP BY over
     100,000 rows would make the first page the slow one."""
     totals = []
-    for labels, value in conn.execute("SELECT labels, value FROM rollups WHERE metric = "
-                                      "'memhealth_injection_decisions_total'"):
+    for labels, value in rollup_reads.rollups_of(conn, "memhealth_injection_decisions_total"):
         outcome = loads_detail(labels).get("outcome")
         if outcome and value:
             totals.append((str(outcome), int(value)))
     return sorted(totals, key=lambda t: -t[1])
 
 
-def chunk_kind(conn, chunk_id: int) -> str | None:
-    row = conn.execute("SELECT kind FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
-    return row[0] if row else None
+chunk_kind = index_reads.chunk_kind
 
 
 def message_text(raw: str) -> tuple[str, str]:
