@@ -21,7 +21,7 @@ CALLERS = ("probes", "telemetry", "memhealth")
 # path -> {table: why it may name that table in SQL}. Keep it short; every entry says why.
 ALLOWED = {
     # every hook, the prompt hook included, looks up the ablation schedule before it runs;
-    # the prompt hook's import budget (tests/test_cli.py) admits no memory_core.store.meta,
+    # the prompt hook's import budget (tests/memhealth/test_cli.py) admits no memory_core.store.meta,
     # so that one indexed key read stays inline (memory_core.delivery.ablation writes it)
     "memhealth/handlers.py": {"meta": "the ablation lookup on the prompt hook's import budget"},
 }
