@@ -1,6 +1,6 @@
 """The semantic cue trigger's threshold on labeled pairs, with the real model
 (all-MiniLM-L6-v2): precision and recall at the threshold shipped for all-minilm
-(memory_core.delivery.cues.SEMANTIC_MIN_COSINE_BY_MODEL), at the conservative
+(memory_core.delivery.cue_semantic.SEMANTIC_MIN_COSINE_BY_MODEL), at the conservative
 SEMANTIC_MIN_COSINE a model nobody measured gets, and at the threshold the tuned part alone
 picks.
 
@@ -51,7 +51,7 @@ def tuned_threshold(pairs: list[dict]) -> float:
 
 
 def bench(quick: bool = False) -> list[dict]:
-    from memory_core.delivery.cues import SEMANTIC_MIN_COSINE, semantic_min_cosine
+    from memory_core.delivery.cue_semantic import SEMANTIC_MIN_COSINE, semantic_min_cosine
     from tests.support.minilm import MODEL_NAME, MiniLM, Unavailable
 
     try:

@@ -26,15 +26,6 @@ PINNED_BUDGET_CHARS = 4000   # session start also carries the verdict and the me
 CUE_BUDGET_CHARS = 3000      # one tool call's or prompt's cued items
 AUDIT_KEEP_ROWS = 50_000     # retention: the newest rows stay, older ones go at session start
 HISTORY_KEEP_DAYS = 30       # deliveries and file reads
-SEMANTIC_MIN_COSINE = 0.75  # unit vectors, a model not measured here: a paraphrase, not a shared topic
-# -- the semantic cue threshold per model ----------------------------------------------------
-# A model's cosines are its own, so a threshold is measured per model on labeled pairs
-# (benchmarks/bench_cue_threshold.py, docs/internals/evaluation.md): all-minilm puts
-# paraphrases at 0.31-0.87 and same-topic prompts at -0.07-0.58, where 0.75 fired on a fifth
-# of the paraphrases. The names are Ollama's for all-MiniLM-L6-v2 (all-minilm:33m is L12).
-SEMANTIC_MIN_COSINE_BY_MODEL = {"all-minilm": 0.448, "all-minilm:latest": 0.448,
-                                "all-minilm:22m": 0.448, "all-minilm:l6-v2": 0.448}
-# -- end semantic cue threshold per model ----------------------------------------------------
 SYMBOL_BATCH = 400           # tokens per IN (...) lookup: under SQLite's variable limit
 MAX_TOKENS = 20_000          # distinct identifiers looked up in one text
 MAX_TEXT = 1 << 20           # characters of a tool result scanned for symbols
@@ -315,37 +306,15 @@ class Evaluation:
             "SELECT item_id FROM cues WHERE trigger = 'event' AND key = ?", (name,))]
 
     def match_semantic(self, text: str, cfg) -> list[Match]:
-        """Semantic cues whose query is close to `text` (cosine of unit vectors at least
-        `semantic_min_cosine(cfg)`). Costs one embedding call, and only when such cues exist;
-        a cue that cannot be judged is audited `inactive` with the reason."""
+        """Semantic cues whose query is close to `text` (memory_core.delivery.cue_semantic:
+        one embedding call, and only when such cues exist; a cue that cannot be judged is
+        audited `inactive` with the reason)."""
         rows = self.conn.execute("SELECT item_id, pattern, compiled FROM cues WHERE trigger = 'semantic'").fetchall()
-        ready = []
-        for item_id, pattern, compiled in rows:
-            why = semantic_inactive_reason(cfg, compiled)
-            if why:
-                self.skip("semantic", "inactive", why, item_id)
-            else:
-                ready.append((item_id, pattern, json.loads(compiled)["v"]))
-        if not ready or not text.strip():
+        if not rows:
             return []
-        from memory_core.index.embed import EmbedError, OllamaClient
+        from memory_core.delivery.cue_semantic import match
 
-        try:
-            with OllamaClient.from_config(cfg) as client:
-                [query] = client.embed([text[:16384]], trace=self.trace)
-        except EmbedError as exc:
-            for item_id, _pattern, _v in ready:
-                self.skip("semantic", "inactive", f"embedding failed: {exc.reason}", item_id)
-            return []
-        out = []
-        threshold = semantic_min_cosine(cfg)
-        for item_id, pattern, vector in ready:
-            cosine = sum(a * b for a, b in zip(query, vector, strict=False))
-            if cosine >= threshold:
-                out.append(Match(item_id, "semantic", f"{pattern[:60]} ~ cos {cosine:.2f}"))
-            else:
-                self.skip("semantic", "no_match", f"cos {cosine:.2f} < {threshold:g}", item_id)
-        return out
+        return [Match(item_id, "semantic", why) for item_id, why in match(rows, text, cfg, self.trace, self.skip)]
 
     def pinned(self) -> list[Match]:
         return [Match(item_id, "pinned", "pinned") for (item_id,) in self.conn.execute(
@@ -486,33 +455,6 @@ def confirm(conn, session_id: str | None) -> None:
                      (session_id, os.getpid()))
 
 
-def semantic_min_cosine(cfg) -> float:
-    """The cosine a prompt needs to a `semantic:` cue's query: `[injection].semantic_cue_min_cosine`
-    when set (not 0), else the one measured for `[embedding].model`, else SEMANTIC_MIN_COSINE."""
-    chosen = float(cfg.get("injection", {}).get("semantic_cue_min_cosine", 0.0) or 0.0)
-    if chosen:
-        return chosen
-    model = str(cfg.get("embedding", {}).get("model", "")).strip().lower()
-    return SEMANTIC_MIN_COSINE_BY_MODEL.get(model, SEMANTIC_MIN_COSINE)
-
-
-def semantic_inactive_reason(cfg, compiled: str | None = None) -> str | None:
-    """Why a `semantic:` cue cannot fire with this config and compiled vector, or None."""
-    e = cfg.get("embedding", {})
-    if not e.get("url"):
-        return "no embedding server configured ([embedding].url is empty)"
-    if not compiled:
-        return "not embedded yet: run `memhealth ingest memory` with the embedding server up"
-    try:
-        have = json.loads(compiled)
-    except ValueError:
-        have = {}
-    if have.get("model") != e.get("model") or have.get("dim") != int(e.get("dim", 0)):
-        return (f"embedded with {have.get('model')} ({have.get('dim')}-d), configured {e.get('model')} "
-                f"({e.get('dim')}-d): run `memhealth ingest memory`")
-    return None
-
-
 def frame(path: str, line: int | None, name: str, kind: str, recorded_ns: int, body: str,
           git: str = "") -> str:
     """One delivered item: kind, name, provenance (file:line, recorded date, the commit that
@@ -525,7 +467,6 @@ def frame(path: str, line: int | None, name: str, kind: str, recorded_ns: int, b
 
 def _git_notes(conn, paths: set) -> dict[str, str]:
     """{path: ", committed … by …"} from the memory chunks' attrs (set at ingest; one query)."""
-    import json
 
     from memory_core.text import git_provenance
 

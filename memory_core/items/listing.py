@@ -41,7 +41,8 @@ def project_files(root: str, limit: int = 200_000) -> list[str]:
 def list_cues(conn, root: str, cfg: dict, now_ns: int | None = None) -> list[dict]:
     """Every item that can fire (pinned, or with a trigger), with its cues and their state:
     active | expired | inactive: why | stale: no file matches its paths any more."""
-    from memory_core.delivery.cues import STOP_INACTIVE, semantic_inactive_reason
+    from memory_core.delivery.cue_semantic import semantic_inactive_reason
+    from memory_core.delivery.cues import STOP_INACTIVE
 
     now_ns = now_ns or time.time_ns()
     cues_of: dict[int, list[tuple]] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from memhealth.config import ConfigError, defaults, load
-from memory_core.delivery import cues
+from memory_core.delivery import cue_semantic as cues
 from tests.conftest import clean_env, payload, rows, run_cli, run_hook
 from tests.support.model_server import configure_project
 
