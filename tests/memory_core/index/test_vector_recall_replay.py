@@ -11,10 +11,10 @@ import pytest
 
 from memory_core.index import vectors
 from memory_core.store import db
+from tests.conftest import REPO
 
 np = pytest.importorskip("numpy")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))), "benchmarks"))  # the repository's benchmarks/
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))  # the repository's benchmarks/
 from bench_vector_recall_real import replay  # noqa: E402
 
 DIM = 64
@@ -84,7 +84,7 @@ def test_the_benchmark_queries_split_into_a_tuned_and_a_held_out_part_that_share
     # prompt held out unless an httpx one says the same
     import json
 
-    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+    fixtures = os.path.join(REPO, "tests", "fixtures")
     rows = []
     for rel in ("realcorpus/prompts.jsonl", "realcorpus/prompts-meaning.jsonl", "semantic-cues/pairs.jsonl"):
         with open(os.path.join(fixtures, rel), encoding="utf-8") as fh:
