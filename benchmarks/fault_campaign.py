@@ -635,7 +635,7 @@ def cls_disk_full(camp: Campaign):
     """The project on a full tmpfs; the per-user state dir elsewhere takes the spill (D2)."""
     if not can_mount():
         return
-    for _ in camp.reps(1):
+    for _ in camp.reps(2):
         for ev in EVENTS:
             def fn(c, ev=ev):
                 prior, pd = _good(c)
@@ -661,8 +661,8 @@ def cls_disk_full(camp: Campaign):
 
 
 def cls_readonly(camp: Campaign):
-    """The state directory refuses writes (chattr +i as root): the store cannot make its -wal."""
-    for _ in camp.reps(1):
+    """The state directory and its files refuse writes (chattr +i as root, who ignores modes)."""
+    for _ in camp.reps(2):
         for ev in EVENTS:
             def fn(c, ev=ev):
                 prior, pd = _good(c)
@@ -680,102 +680,106 @@ def cls_readonly(camp: Campaign):
 
 def cls_symlinks(camp: Campaign):
     """Planted links: the spill (D5), memory.db to another project's store (D9), a dangling -wal (D9)."""
-    for ev in EVENTS:
-        def spill_link(c, ev=ev):
-            prior, pd = _good(c)
-            os.symlink("/nonexistent", os.path.join(c.state, "spill.ndjson"))
-            run = c.hook(ev, b'{"session_id": "s1", "cwd": ', stdin_open=True, kill_when=lambda pid: journal_has_pid(c, pid))
-            return run, Oracle("killed", "killed", detail=(f"{ev}: last run", "spill.ndjson is a symbolic link")), \
-                c.gate(), prior, pd
-        camp.one("symlink_spill", "D5", "spill.ndjson -> /nonexistent, SIGKILL", ev, spill_link)
+    for _ in camp.reps(2):
+        for ev in EVENTS:
+            def spill_link(c, ev=ev):
+                prior, pd = _good(c)
+                os.symlink("/nonexistent", os.path.join(c.state, "spill.ndjson"))
+                run = c.hook(ev, b'{"session_id": "s1", "cwd": ', stdin_open=True, kill_when=lambda pid: journal_has_pid(c, pid))
+                return run, Oracle("killed", "killed", detail=(f"{ev}: last run", "spill.ndjson is a symbolic link")), \
+                    c.gate(), prior, pd
+            camp.one("symlink_spill", "D5", "spill.ndjson -> /nonexistent, SIGKILL", ev, spill_link)
 
-        def db_link(c, ev=ev):
-            other = camp.cell("other")
-            before = len(other.heartbeats())
-            prior, pd = _good(c)
-            for suffix in ("", "-wal", "-shm"):
+            def db_link(c, ev=ev):
+                other = camp.cell("other")
+                before = len(other.heartbeats())
+                prior, pd = _good(c)
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(c.db + suffix)
+                os.symlink(other.db, c.db)
+                run = c.hook(ev)
+                verdict = c.gate()
+                if len(other.heartbeats()) != before:
+                    raise AssertionError("a hook wrote into another project's store through the link")
+                return run, Oracle("error", "db_symlink", check="store", detail=("symbolic link",), fix=("rm",)), \
+                    verdict, [], set()
+            camp.one("symlink_db", "D9", "memory.db -> another project's store", ev, db_link)
+
+            def wal_link(c, ev=ev):
+                prior, pd = _good(c)
                 with contextlib.suppress(FileNotFoundError):
-                    os.remove(c.db + suffix)
-            os.symlink(other.db, c.db)
-            run = c.hook(ev)
-            verdict = c.gate()
-            if len(other.heartbeats()) != before:
-                raise AssertionError("a hook wrote into another project's store through the link")
-            return run, Oracle("error", "db_symlink", check="store", detail=("symbolic link",), fix=("rm",)), \
-                verdict, [], set()
-        camp.one("symlink_db", "D9", "memory.db -> another project's store", ev, db_link)
-
-        def wal_link(c, ev=ev):
-            prior, pd = _good(c)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(c.db + "-wal")
-            os.symlink(os.path.join(c.dir, "gone-wal"), c.db + "-wal")
-            run = c.hook(ev)
-            return run, Oracle("error", "db_symlink", check="store", detail=("symbolic link",), fix=("rm",)), \
-                c.gate(), [], set()
-        camp.one("symlink_wal", "D9", "dangling memory.db-wal link", ev, wal_link)
+                    os.remove(c.db + "-wal")
+                os.symlink(os.path.join(c.dir, "gone-wal"), c.db + "-wal")
+                run = c.hook(ev)
+                return run, Oracle("error", "db_symlink", check="store", detail=("symbolic link",), fix=("rm",)), \
+                    c.gate(), [], set()
+            camp.one("symlink_wal", "D9", "dangling memory.db-wal link", ev, wal_link)
 
 
 def cls_store_reset(camp: Campaign):
     """D1: prompts, then the store deleted; the next hook recreates it and no kill is invented."""
-    for ev in EVENTS:
-        def fn(c, ev=ev):
-            _good(c, 3)
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(c.db + suffix)
-            run = c.hook(ev)
-            verdict = c.gate()
-            # the reset is said once to a person: by this hook's systemMessage, or by the gate
-            if b"store reset" in run.out:
-                return run, ok(), verdict, [], set()
-            return run, Oracle("ok", check="hook_heartbeats", detail=("store reset",), forbid=("killed", "fuser")), \
-                verdict, [], set()
-        camp.one("store_reset", "D1", "rm memory.db after 3 prompts", ev, fn)
+    for _ in camp.reps(2):
+        for ev in EVENTS:
+            def fn(c, ev=ev):
+                _good(c, 3)
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(c.db + suffix)
+                run = c.hook(ev)
+                verdict = c.gate()
+                # the reset is said once to a person: by this hook's systemMessage, or by the gate
+                if b"store reset" in run.out:
+                    return run, ok(), verdict, [], set()
+                return run, Oracle("ok", check="hook_heartbeats", detail=("store reset",), forbid=("killed", "fuser")), \
+                    verdict, [], set()
+            camp.one("store_reset", "D1", "rm memory.db after 3 prompts", ev, fn)
 
 
 def cls_shm_deleted(camp: Campaign):
     """D4: -shm deleted under a process holding the store; then the holder exits."""
-    for ev in EVENTS:
-        def fn(c, ev=ev):
-            prior, pd = _good(c)
-            with holder(c.db, c.env):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(c.db + "-shm")
-                run = c.hook(ev)
-                during = c.gate()
-            if not (_red(during).keys() - camp.baseline):
-                return run, Oracle("error", "shm_deleted", check="store", detail=("shm",), fix=("kill",)), during, prior, pd
-            c.gate()  # the holder is gone: the spilled rows drain
-            return run, Oracle("error", "shm_deleted", detail=(f"{ev}: last run",)), c.gate(), prior, pd
-        camp.one("shm_deleted", "D4", "rm memory.db-shm under a holder", ev, fn)
+    for _ in camp.reps(2):
+        for ev in EVENTS:
+            def fn(c, ev=ev):
+                prior, pd = _good(c)
+                with holder(c.db, c.env):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(c.db + "-shm")
+                    run = c.hook(ev)
+                    during = c.gate()
+                if not (_red(during).keys() - camp.baseline):
+                    return run, Oracle("error", "shm_deleted", check="store", detail=("shm",), fix=("kill",)), during, prior, pd
+                c.gate()  # the holder is gone: the spilled rows drain
+                return run, Oracle("error", "shm_deleted", detail=(f"{ev}: last run",)), c.gate(), prior, pd
+            camp.one("shm_deleted", "D4", "rm memory.db-shm under a holder", ev, fn)
 
 
 def cls_not_a_file(camp: Campaign):
     """D10: memory.db replaced by a directory; garbage in place of the store."""
-    for ev in EVENTS:
-        def directory(c, ev=ev):
-            _good(c)
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(c.db + suffix)
-            os.mkdir(c.db)
-            run = c.hook(ev)
-            return run, Oracle("error", "db_not_file", detail=("directory",), fix=("mv",), check="store"), \
-                c.gate(), [], set()
-        camp.one("db_is_directory", "D10", "memory.db is a directory", ev, directory)
+    for _ in camp.reps(2):
+        for ev in EVENTS:
+            def directory(c, ev=ev):
+                _good(c)
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(c.db + suffix)
+                os.mkdir(c.db)
+                run = c.hook(ev)
+                return run, Oracle("error", "db_not_file", detail=("directory",), fix=("mv",), check="store"), \
+                    c.gate(), [], set()
+            camp.one("db_is_directory", "D10", "memory.db is a directory", ev, directory)
 
-        def corrupt(c, ev=ev):
-            _good(c)
-            for suffix in ("-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(c.db + suffix)
-            with open(c.db, "r+b") as fh:
-                fh.seek(0)
-                fh.write(b"this is not a sqlite database" * 200)
-            run = c.hook(ev)
-            return run, Oracle("error", "db_corrupt", check="store", detail=("corrupt",)), c.gate(), [], set()
-        camp.one("db_corrupt", "generic", "garbage over the store's header", ev, corrupt)
+            def corrupt(c, ev=ev):
+                _good(c)
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(c.db + suffix)
+                with open(c.db, "r+b") as fh:
+                    fh.seek(0)
+                    fh.write(b"this is not a sqlite database" * 200)
+                run = c.hook(ev)
+                return run, Oracle("error", "db_corrupt", check="store", detail=("corrupt",)), c.gate(), [], set()
+            camp.one("db_corrupt", "generic", "garbage over the store's header", ev, corrupt)
 
 
 SKEWS = {"-10 min": -600 * 10**9, "-3 d": -3 * 86400 * 10**9, "-1 y": -365 * 86400 * 10**9,
@@ -784,7 +788,7 @@ SKEWS = {"-10 min": -600 * 10**9, "-3 d": -3 * 86400 * 10**9, "-1 y": -365 * 864
 
 def cls_clock(camp: Campaign):
     """D11: the hook's wall clock skewed; a failing run must still be the latest, a kill still RED."""
-    for label, skew in SKEWS.items():
+    for label, skew in [item for _ in camp.reps(2) for item in SKEWS.items()]:
         def failing(c, skew=skew):
             prior, pd = _good(c)
             run = c.hook("prompt", b"[1, 2, 3]", env={"MHC_SKEW_NS": str(skew)})
@@ -905,17 +909,9 @@ def cls_stored_state(camp: Campaign):
 
         def crlf(c, ev=ev):
             prior, pd = _good(c)
-            with open(os.path.join(c.state, "config.toml"), "a") as fh:
-                fh.write('\n[embedding]\nurl = "http://127.0.0.1:11434\\r\\nX-Evil: 1"\n')
-            run = c.hook(ev)
-            verdict = c.gate()
-            if verdict["exit"] == 0:
-                raise AssertionError("the gate passed a config with a CRLF URL")
-            with open(os.path.join(c.state, "config.toml")) as fh:
-                kept = fh.read().split("\n[embedding]")[0]
-            with open(os.path.join(c.state, "config.toml"), "w") as fh:
-                fh.write(kept)
-            return run, Oracle("error", "config", detail=(f"{ev}: last run", "control character")), c.gate(), prior, pd
+            run = c.hook(ev, env={"MEMHEALTH_EMBEDDING_URL": "http://127.0.0.1:11434\r\nX-Evil: 1"})
+            return run, Oracle("error", "config", detail=(f"{ev}: last run", "control character"),
+                               fix=(".memhealth/config.toml",)), c.gate(), prior, pd
         camp.one("config_crlf", "D19", "CRLF in [embedding].url", ev, crlf)
 
 
@@ -926,13 +922,18 @@ def cls_fifo(camp: Campaign):
         os.makedirs(os.path.join(c.root, "docs"), exist_ok=True)
         os.mkfifo(os.path.join(c.root, "docs", "x.md"))
         run = c.hook("session-end")
+        deadline = time.monotonic() + 30  # the worker SessionEnd spawned, bounded
+        while time.monotonic() < deadline and not c.rows(
+                "SELECT 1 FROM heartbeats WHERE hook = 'capture' AND outcome IS NOT NULL"):
+            time.sleep(0.1)
         t0 = time.monotonic()
         proc = c.cli("ingest", "--budget-s", "2", timeout=30)
         if time.monotonic() - t0 > 20 or proc.returncode not in (0, 1):
             raise AssertionError(f"ingest on a FIFO took {time.monotonic() - t0:.1f} s, exit {proc.returncode}")
         verdict = c.gate()
         verdict = {**verdict, "checks": [x for x in verdict["checks"] if x["name"] != "ingest_freshness"]}
-        return run, ok(), verdict, prior, pd
+        return run, Oracle("ok", detail=("capture: last run", "docs/x.md", "not a regular file"),
+                           fix=("memhealth ingest",)), verdict, prior, pd
     for _ in camp.reps(2):
         camp.one("fifo_in_docs", "D6", "FIFO at docs/x.md", "session-end", fn)
 
