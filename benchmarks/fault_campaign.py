@@ -70,7 +70,8 @@ if _skew:
     _off, _tn, _t = int(_skew), _time.time_ns, _time.time
     _time.time_ns = lambda: _tn() + _off
     _time.time = lambda: _t() + _off / 1e9
-_at = _os.environ.get("MHC_KILL_AT")
+# this process only: a child (the capture worker SessionEnd spawns) must not inherit the kill
+_at = _os.environ.pop("MHC_KILL_AT", None)
 if _at:
     import signal as _signal
 
@@ -500,8 +501,11 @@ class EmbedServer:
 # ---------------------------------------------------------------- the classes
 
 class Campaign:
-    def __init__(self, base: str, quick: bool):
-        self.base, self.quick = base, quick
+    """The runs and their verdicts. `quick`: one repetition; `sample`: also one event (or
+    variant) per class, rotating so that every event is covered across the classes."""
+
+    def __init__(self, base: str, quick: bool, sample: bool = False):
+        self.base, self.quick, self.sample, self.rot = base, quick or sample, sample, 0
         self.inject = os.path.join(base, "inject")
         os.makedirs(self.inject)
         with open(os.path.join(self.inject, "sitecustomize.py"), "w") as fh:
@@ -533,6 +537,13 @@ class Campaign:
     def reps(self, n: int) -> range:
         return range(1 if self.quick else n)
 
+    def pick(self, seq) -> list:
+        seq = list(seq)
+        if not self.sample:
+            return seq
+        self.rot += 1
+        return [seq[self.rot % len(seq)]]
+
 
 def _good(c: Cell, k: int = 2) -> tuple[list[dict], set[str]]:
     """k good prompts first: the rows a fault must not take with it."""
@@ -543,7 +554,7 @@ def _good(c: Cell, k: int = 2) -> tuple[list[dict], set[str]]:
 
 def cls_control(camp: Campaign):
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c, 1)
                 run = c.hook(ev)
@@ -554,7 +565,7 @@ def cls_control(camp: Campaign):
 def cls_kill_stdin(camp: Campaign):
     """SIGKILL while the hook waits on a stdin that never closes (after its journal line)."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c)
                 run = c.hook(ev, b'{"session_id": "s1", "cwd": ', stdin_open=True,
@@ -566,7 +577,7 @@ def cls_kill_stdin(camp: Campaign):
 def cls_kill_locked(camp: Campaign):
     """SIGKILL while the hook waits out busy_timeout on a held write lock (D1's kill kind)."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c)
                 with lock_held(c.db, c.env):
@@ -581,7 +592,7 @@ def cls_kill_points(camp: Campaign):
     points = {"before_finish": "killed", "mid_transaction": "killed", "after_commit": "ok"}
     for point, outcome in points.items():
         for _ in camp.reps(2):
-            for ev in EVENTS:
+            for ev in camp.pick(EVENTS):
                 def fn(c, ev=ev, point=point, outcome=outcome):
                     prior, pd = _good(c)
                     run = c.hook(ev, env={"MHC_KILL_AT": point})
@@ -594,7 +605,7 @@ def cls_kill_mid_spill(camp: Campaign):
     """Lock held, the hook spills its error row and is killed half way through the line (D3);
     the next hook after the lock is released must land whole."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c)
                 with lock_held(c.db, c.env):
@@ -612,7 +623,7 @@ def cls_kill_mid_spill(camp: Campaign):
 def cls_lock_busy(camp: Campaign):
     """A lock held past busy_timeout: the row spills as db_locked, the gate drains it (D6/D7)."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c)
                 with lock_held(c.db, c.env):
@@ -636,7 +647,7 @@ def cls_disk_full(camp: Campaign):
     if not can_mount():
         return
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c)
                 mnt = os.path.join(c.dir, "full")
@@ -663,7 +674,7 @@ def cls_disk_full(camp: Campaign):
 def cls_readonly(camp: Campaign):
     """The state directory and its files refuse writes (chattr +i as root, who ignores modes)."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c)
                 with immutable(c.state):
@@ -681,7 +692,7 @@ def cls_readonly(camp: Campaign):
 def cls_symlinks(camp: Campaign):
     """Planted links: the spill (D5), memory.db to another project's store (D9), a dangling -wal (D9)."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def spill_link(c, ev=ev):
                 prior, pd = _good(c)
                 os.symlink("/nonexistent", os.path.join(c.state, "spill.ndjson"))
@@ -720,7 +731,7 @@ def cls_symlinks(camp: Campaign):
 def cls_store_reset(camp: Campaign):
     """D1: prompts, then the store deleted; the next hook recreates it and no kill is invented."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 _good(c, 3)
                 for suffix in ("", "-wal", "-shm"):
@@ -739,7 +750,7 @@ def cls_store_reset(camp: Campaign):
 def cls_shm_deleted(camp: Campaign):
     """D4: -shm deleted under a process holding the store; then the holder exits."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev):
                 prior, pd = _good(c)
                 with holder(c.db, c.env):
@@ -757,7 +768,7 @@ def cls_shm_deleted(camp: Campaign):
 def cls_not_a_file(camp: Campaign):
     """D10: memory.db replaced by a directory; garbage in place of the store."""
     for _ in camp.reps(2):
-        for ev in EVENTS:
+        for ev in camp.pick(EVENTS):
             def directory(c, ev=ev):
                 _good(c)
                 for suffix in ("", "-wal", "-shm"):
@@ -788,7 +799,7 @@ SKEWS = {"-10 min": -600 * 10**9, "-3 d": -3 * 86400 * 10**9, "-1 y": -365 * 864
 
 def cls_clock(camp: Campaign):
     """D11: the hook's wall clock skewed; a failing run must still be the latest, a kill still RED."""
-    for label, skew in [item for _ in camp.reps(2) for item in SKEWS.items()]:
+    for label, skew in camp.pick([item for _ in camp.reps(2) for item in SKEWS.items()]):
         def failing(c, skew=skew):
             prior, pd = _good(c)
             run = c.hook("prompt", b"[1, 2, 3]", env={"MHC_SKEW_NS": str(skew)})
@@ -810,7 +821,9 @@ def cls_clock(camp: Campaign):
 def cls_embedding(camp: Campaign):
     """A dead (closed port) or hung embedding server: hooks finish in time; the gate names it."""
     for mode, state in (("dead", "unreachable"), ("hung", "wedged")):
-        for ev in ("session-start", "prompt", "pre-tool", "stop"):
+        if camp.sample and mode == "hung":
+            continue  # a hung server costs the gate its whole warm-up wait: full runs only
+        for ev in camp.pick(("session-start", "prompt", "pre-tool", "stop")):
             def fn(c, ev=ev, mode=mode, state=state):
                 srv = EmbedServer(mode)
                 env = {"MEMHEALTH_EMBEDDING_URL": srv.url, "MEMHEALTH_EMBEDDING_TIMEOUT_S": "1",
@@ -836,7 +849,7 @@ def cls_embedding(camp: Campaign):
 
 def cls_stdout_closed(camp: Campaign):
     """stdout closed before the hook writes: an event with context to give records stdout_closed."""
-    for ev in EVENTS:
+    for ev in camp.pick(EVENTS):
         def fn(c, ev=ev):
             prior, pd = _good(c)
             probe = c.hook(ev, c.payload(ev))  # the same event with stdout open: does it write?
@@ -862,14 +875,14 @@ STDINS = {"binary": (os.urandom(2048).replace(b"{", b"(").replace(b"[", b"("), "
 
 def cls_stdin(camp: Campaign):
     """Hostile stdin: recorded with its reason, named by the gate; non-UTF-8 still decided."""
-    for name, (data, reason) in STDINS.items():
-        for ev in EVENTS:
+    for name, (data, reason) in STDINS.items():  # every shape, even in a sample
+        for ev in camp.pick(EVENTS):
             def fn(c, ev=ev, data=data, reason=reason):
                 prior, pd = _good(c)
                 run = c.hook(ev, data)
                 return run, Oracle("error", reason, detail=(f"{ev}: last run", reason)), c.gate(), prior, pd
             camp.one("stdin_" + name.replace(" ", "_"), "generic", name, ev, fn)
-    for ev in EVENTS:
+    for ev in camp.pick(EVENTS):
         def bad_utf8(c, ev=ev):
             prior, pd = _good(c)
             body = c.payload(ev).replace(b'"cwd"', b'"junk": "\xff\xfe", "cwd"', 1)
@@ -886,8 +899,8 @@ def cls_long_inputs(camp: Campaign):
              "pre-tool": [("huge tool_input", {"tool_input": {"file_path": "/x/" + "y" * 200_000}})],
              "post-tool": [("2 MB tool_response", {"tool_response": {"type": "text", "file": {
                  "filePath": "/x", "content": "z" * 2_000_000, "numLines": 1, "startLine": 1, "totalLines": 1}}})]}
-    for ev, variants in cases.items():
-        for label, fields in variants:
+    for ev in camp.pick(cases):
+        for label, fields in camp.pick(cases[ev]):
             def fn(c, ev=ev, fields=fields):
                 prior, pd = _good(c)
                 run = c.hook(ev, c.payload(ev, **fields))
@@ -897,7 +910,7 @@ def cls_long_inputs(camp: Campaign):
 
 def cls_stored_state(camp: Campaign):
     """D18: an unparsable stored ablation schedule; D19: a config value with CRLF."""
-    for ev in EVENTS:
+    for ev in camp.pick(EVENTS):
         def ablation(c, ev=ev):
             prior, pd = _good(c)
             conn = sqlite3.connect(c.db, isolation_level=None)
@@ -943,10 +956,12 @@ CLASSES = [cls_control, cls_kill_stdin, cls_kill_locked, cls_kill_points, cls_ki
            cls_clock, cls_embedding, cls_stdout_closed, cls_stdin, cls_long_inputs, cls_stored_state, cls_fifo]
 
 
-def campaign(quick: bool = False, only: list[str] | None = None, keep: str | None = None) -> list[dict]:
+def campaign(quick: bool = False, only: list[str] | None = None, keep: str | None = None,
+             sample: bool = False) -> list[dict]:
+    """Run the classes (all, or `only`) and return one verdict dict per run."""
     base = keep or tempfile.mkdtemp(prefix="mhc-")
     try:
-        camp = Campaign(base, quick)
+        camp = Campaign(base, quick, sample)
         for cls in CLASSES:
             if only and cls.__name__[4:] not in only:
                 continue
@@ -984,13 +999,14 @@ def bench(quick: bool = False) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one run per class and variant")
-    parser.add_argument("--only", nargs="*", help="class names (e.g. lock_kill stdin)")
+    parser.add_argument("--sample", action="store_true", help="one run per class (the CI sample)")
+    parser.add_argument("--only", nargs="*", help="class names (e.g. kill_locked stdin)")
     parser.add_argument("--json", help="write every run's verdict here")
     parser.add_argument("--keep", help="work in this directory and keep it (for a post-mortem)")
     args = parser.parse_args()
     sys.path.insert(0, REPO)
     t0 = time.monotonic()
-    results = campaign(args.quick, args.only, args.keep)
+    results = campaign(args.quick, args.only, args.keep, args.sample)
     table = tally(results)
     print(f"{'class':<28} {'runs':>5} " + " ".join(f"{v:>13}" for v in VERDICTS))
     for name, counts in table.items():
