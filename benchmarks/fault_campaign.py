@@ -464,9 +464,10 @@ def immutable(path: str):
 
 
 class EmbedServer:
-    """A loopback HTTP server: `hung` answers nothing for `hang_s`; `dead` is a closed port."""
+    """A loopback HTTP server: `hung` answers nothing for `hang_s`; `404` answers 404 to every
+    path (not Ollama); `500` fails every request at once; `dead` is a closed port."""
 
-    def __init__(self, mode: str, hang_s: float = 20.0):
+    def __init__(self, mode: str, hang_s: float = 300.0):  # released by close(), never waited out
         self.mode, self.stop = mode, threading.Event()
         if mode == "dead":
             s = socket.socket()
@@ -478,10 +479,18 @@ class EmbedServer:
         stop, hang = self.stop, hang_s
 
         class Handler(BaseHTTPRequestHandler):
-            def _hang(self):
-                stop.wait(hang)
+            def _answer(self):
+                if mode == "hung":
+                    stop.wait(hang)
+                    return
+                code = 404 if mode == "404" else 500  # a server that is not Ollama; one failing at once
+                body = b"<html>not found</html>" if code == 404 else b'{"error": "internal"}'
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
-            do_GET = do_POST = _hang
+            do_GET = do_POST = _answer
 
             def log_message(self, *a):
                 pass
@@ -765,6 +774,32 @@ def cls_shm_deleted(camp: Campaign):
             camp.one("shm_deleted", "D4", "rm memory.db-shm under a holder", ev, fn)
 
 
+def cls_wal_deleted(camp: Campaign):
+    """-wal deleted while a holder keeps the rows in it: named with the `cp /proc/...` fix that
+    puts it back; followed as printed, no row is lost."""
+    import re
+
+    for ev in camp.pick(EVENTS):
+        def fn(c, ev=ev):
+            with holder(c.db, c.env) as proc:
+                prior, pd = _good(c)
+                if not os.path.getsize(c.db + "-wal"):
+                    raise AssertionError("the rows are not in the WAL")
+                os.remove(c.db + "-wal")
+                run = c.hook(ev)
+                during = c.gate()
+                store = next((x for x in during.get("checks", []) if x["name"] == "store"), {})
+                cmd = re.search(r"`(cp /proc/\d+/fd/\d+ \S+-wal)`", store.get("fix", ""))
+                if store.get("status") != "red" or "wal was deleted" not in store.get("detail", "").lower() or not cmd:
+                    return run, Oracle("error", "wal_deleted", check="store", detail=("wal was deleted",),
+                                       fix=("cp /proc/",)), during, prior, pd
+                subprocess.run(cmd.group(1), shell=True, cwd=c.root, check=True, timeout=10)  # the fix, as printed
+                proc.stdin.close()
+                proc.wait(10)
+            return run, Oracle("error", "wal_deleted", detail=(f"{ev}: last run", "wal_deleted")), c.gate(), prior, pd
+        camp.one("wal_deleted", "generic", "rm memory.db-wal under a holder, then its fix", ev, fn)
+
+
 def cls_not_a_file(camp: Campaign):
     """D10: memory.db replaced by a directory; garbage in place of the store."""
     for _ in camp.reps(2):
@@ -820,7 +855,7 @@ def cls_clock(camp: Campaign):
 
 def cls_embedding(camp: Campaign):
     """A dead (closed port) or hung embedding server: hooks finish in time; the gate names it."""
-    for mode, state in (("dead", "unreachable"), ("hung", "wedged")):
+    for mode, state in (("dead", "unreachable"), ("hung", "wedged"), ("404", "not_ollama"), ("500", "server_error")):
         if camp.sample and mode == "hung":
             continue  # a hung server costs the gate its whole warm-up wait: full runs only
         for ev in camp.pick(("session-start", "prompt", "pre-tool", "stop")):
@@ -839,7 +874,7 @@ def cls_embedding(camp: Campaign):
                 if mine and mine[0]["outcome"] == "error" and "embed" in (mine[0]["reason"] or ""):
                     want = Oracle("error", mine[0]["reason"], check="embedding_path")
                 emb = next((x for x in verdict.get("checks", []) if x["name"] == "embedding_path"), {})
-                if emb.get("status") != "red" or emb.get("state") not in (state, "unreachable", "wedged"):
+                if emb.get("status") != "red" or emb.get("state") != state:
                     raise AssertionError(f"embedding_path is {emb.get('status')}/{emb.get('state')}: "
                                          f"{emb.get('detail', '')[:160]}")
                 verdict = {**verdict, "checks": [x for x in verdict["checks"] if x["name"] != "embedding_path"]}
@@ -952,7 +987,7 @@ def cls_fifo(camp: Campaign):
 
 
 CLASSES = [cls_control, cls_kill_stdin, cls_kill_locked, cls_kill_points, cls_kill_mid_spill, cls_lock_busy,
-           cls_disk_full, cls_readonly, cls_symlinks, cls_store_reset, cls_shm_deleted, cls_not_a_file,
+           cls_disk_full, cls_readonly, cls_symlinks, cls_store_reset, cls_shm_deleted, cls_wal_deleted, cls_not_a_file,
            cls_clock, cls_embedding, cls_stdout_closed, cls_stdin, cls_long_inputs, cls_stored_state, cls_fifo]
 
 
