@@ -1044,7 +1044,7 @@ def main() -> int:
     results = campaign(args.quick, args.only, args.keep, args.sample)
     table = tally(results)
     print(f"{'class':<28} {'runs':>5} " + " ".join(f"{v:>13}" for v in VERDICTS))
-    for name, counts in table.items():
+    for name, counts in sorted(table.items(), key=lambda kv: kv[0] == "total"):  # the total last
         print(f"{name:<28} {sum(counts.values()):>5} " + " ".join(f"{counts[v]:>13}" for v in VERDICTS))
     for r in results:
         if r["verdict"] != "correct":
