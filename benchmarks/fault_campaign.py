@@ -680,6 +680,21 @@ def cls_disk_full(camp: Campaign):
             camp.one("disk_full", "D2", "project on a full tmpfs", ev, fn)
 
 
+def cls_fsize(camp: Campaign):
+    """A file-size limit (`prlimit --fsize`, no root needed) below a WAL frame: the store's
+    writes fail as a full disk; the small spill line still fits, and the gate drains it."""
+    for _ in camp.reps(2):
+        for ev in camp.pick(EVENTS):
+            def fn(c, ev=ev):
+                prior, pd = _good(c)
+                c.gate()  # a clean close: the next writer starts a fresh WAL, which the limit refuses
+                prior, pd = c.heartbeats(), c.decisions()
+                run = c.hook(ev, prlimit=["--fsize=2048"])
+                return run, Oracle("error", "db_full", detail=(f"{ev}: last run", "db_full"), fix=("ulimit -f",),
+                                   any_reason=("db_io",)), c.gate(), prior, pd
+            camp.one("fsize_limit", "D2/D3", "prlimit --fsize=2048", ev, fn)
+
+
 def cls_readonly(camp: Campaign):
     """The state directory and its files refuse writes (chattr +i as root, who ignores modes)."""
     for _ in camp.reps(2):
@@ -987,7 +1002,7 @@ def cls_fifo(camp: Campaign):
 
 
 CLASSES = [cls_control, cls_kill_stdin, cls_kill_locked, cls_kill_points, cls_kill_mid_spill, cls_lock_busy,
-           cls_disk_full, cls_readonly, cls_symlinks, cls_store_reset, cls_shm_deleted, cls_wal_deleted, cls_not_a_file,
+           cls_disk_full, cls_fsize, cls_readonly, cls_symlinks, cls_store_reset, cls_shm_deleted, cls_wal_deleted, cls_not_a_file,
            cls_clock, cls_embedding, cls_stdout_closed, cls_stdin, cls_long_inputs, cls_stored_state, cls_fifo]
 
 

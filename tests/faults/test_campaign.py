@@ -26,7 +26,7 @@ def test_the_campaign_sample_leaves_nothing_misclassified_silent_or_lost(tmp_pat
     results = fc.campaign(sample=True, keep=str(tmp_path / "camp"))
     classes = {r["class"] for r in results}
     expected = {"control", "kill_stdin_open", "kill_locked", "kill_before_finish", "kill_mid_transaction",
-                "kill_after_commit", "kill_mid_spill", "lock_past_busy_timeout", "readonly_state_dir",
+                "kill_after_commit", "kill_mid_spill", "lock_past_busy_timeout", "fsize_limit", "readonly_state_dir",
                 "symlink_spill", "symlink_db", "symlink_wal", "store_reset", "shm_deleted", "wal_deleted",
                 "db_is_directory", "db_corrupt", "clock_skew", "embedding_dead", "embedding_404", "embedding_500", "stdout_closed", "stdin_binary", "stdin_array",
                 "stdin_empty", "stdin_truncated", "stdin_deeply_nested", "stdin_non_utf8", "long_input",
