@@ -121,8 +121,9 @@ def run(root: str) -> int:
             outcome, reason = "error", "ingest"
             # the files first: the gate shows the first 160 characters, and its fix says
             # "the detail names it"
-            failed = conn.execute("SELECT path, reason, detail FROM ingest_log WHERE outcome = 'error' AND "
-                                  "ts_ns >= ? ORDER BY id LIMIT 3", (started_ns,)).fetchall()
+            from memory_core.ingest.store import failures_since
+
+            failed = failures_since(conn, started_ns)
             named = "; ".join(f"{p or '?'} ({r}: {(d or '')[:80]})" for p, r, d in failed)
             detail = (f"ingest: {ingest.errors} file(s) failed" + (f": {named}" if named else "")
                       + (f"; {detail}" if detail else ""))
