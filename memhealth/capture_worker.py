@@ -119,7 +119,14 @@ def run(root: str) -> int:
         root_span.set("memhealth.ingest.chunks_added", ingest.chunks_added)
         if ingest.errors:
             outcome, reason = "error", "ingest"
-            detail = f"{detail or ''}; ingest: {ingest.errors} file(s) failed".lstrip("; ")
+            # the files first: the gate shows the first 160 characters, and its fix says
+            # "the detail names it"
+            from memory_core.ingest.store import failures_since
+
+            failed = failures_since(conn, started_ns)
+            named = "; ".join(f"{p or '?'} ({r}: {(d or '')[:80]})" for p, r, d in failed)
+            detail = (f"ingest: {ingest.errors} file(s) failed" + (f": {named}" if named else "")
+                      + (f"; {detail}" if detail else ""))
     except Exception as exc:  # recorded on the heartbeat; the queue row stays for next time
         outcome, reason, detail = "error", getattr(exc, "reason", "exception"), f"{type(exc).__name__}: {exc}"
         root_span.fail(detail, reason)

@@ -232,6 +232,10 @@ REASON_FIXES = {
                   "link, never its target, and the next hook opens this project's own store",
     "db_not_file": "memory.db is not a database file: move it aside (`mv .memhealth/memory.db "
                    ".memhealth/memory.db.aside`), then `memhealth init`",
+    # the capture worker's ingest could not read a source file (a FIFO, a link outside the
+    # project, bad bytes): the detail names each file and why
+    "ingest": "remove or replace the file the detail names, then `memhealth ingest` (it names any file "
+              "still failing) and `memhealth gate --ack hook_heartbeats`",
 }
 
 

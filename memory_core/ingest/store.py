@@ -81,3 +81,10 @@ def log(conn, source: str, path: str | None, outcome: str, reason: str | None = 
             "VALUES (?,?,?,?,?,?,?)",
             (time.time_ns(), source, clean(path) if path else None, outcome, reason,
              clean(detail)[:2000] if detail else None, chunks))
+
+
+def failures_since(conn, since_ns: int, limit: int = 3) -> list[tuple[str | None, str | None, str | None]]:
+    """(path, reason, detail) of the ingest_log errors written since `since_ns`, oldest first:
+    what a run that failed files names in its heartbeat."""
+    return conn.execute("SELECT path, reason, detail FROM ingest_log WHERE outcome = 'error' AND ts_ns >= ? "
+                        "ORDER BY id LIMIT ?", (since_ns, limit)).fetchall()

@@ -45,6 +45,13 @@ def connect(path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, create: boo
         # a WAL without its index: a crash left it (SQLite rebuilds the index), or the -shm
         # was deleted under a live connection; only the second is a holder's open file
         shm_deleted(path)
+    if not new and os.path.exists(path + "-shm") and not os.path.exists(path + "-wal"):
+        # a WAL index without its WAL: the last connection to close removes both, so the -wal
+        # was deleted under a live one. A connection opened now succeeds and its first write
+        # fails "disk I/O error"; name the holder and the command that puts the file back
+        err = wal_deleted(path)
+        if err is not None:
+            raise err
     old_umask = os.umask(0o077) if new else None  # state is readable by its owner only
     try:
         conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,

@@ -46,9 +46,30 @@ _CLASSES = {"db_locked": (StoreLocked, "database is locked"),
             "db_io": (StoreIO, "disk I/O error")}
 
 
+def _file_size_limit() -> int | None:
+    """This process's file-size limit in bytes (RLIMIT_FSIZE, `ulimit -f`), None when unlimited."""
+    try:
+        import resource  # a builtin module, loaded on this failure path only
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    try:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 def classify(exc: BaseException) -> StoreError:
     """Map a driver exception to the store error a user can act on."""
-    cls, prefix = _CLASSES.get(failure_reason(exc), (StoreError, "database error"))
+    reason = failure_reason(exc)
+    if reason == "db_io":
+        # SQLite reports a write past RLIMIT_FSIZE (EFBIG) as a bare "disk I/O error"; with a
+        # limit set, that limit is the likely cause, and `df -h` would show a healthy disk
+        limit = _file_size_limit()
+        if limit is not None:
+            return StoreFull(f"disk full: the file-size limit (`ulimit -f`) is {limit} bytes, and a write "
+                             f"past it failed ({exc})")
+    cls, prefix = _CLASSES.get(reason, (StoreError, "database error"))
     return cls(f"{prefix}: {exc}")
 
 

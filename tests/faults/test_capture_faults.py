@@ -53,3 +53,21 @@ def test_a_fifo_in_place_of_a_docs_file_is_refused_at_once(project):
     logged = rows(project, "SELECT path, reason FROM ingest_log WHERE outcome = 'error'")
     assert ("docs/x.md", "not_regular") in logged, logged
     assert rows(project, "SELECT count(*) FROM chunks WHERE path = 'docs/a.md'")[0][0] > 0
+
+
+def test_a_worker_that_fails_a_file_names_it_with_a_fix_that_clears_it(project):
+    """The fault campaign's FIFO run: the worker's RED said "ingest: 1 file(s) failed" with
+    "fix what the reason names", and the reason named nothing. It names the file and why."""
+    from tests.faults.helpers import follow_fix
+
+    (project / "docs").mkdir()
+    os.mkfifo(project / "docs" / "x.md")
+    worker = [sys.executable, "-m", "memhealth.capture_worker", str(project)]
+    assert subprocess.run(worker, cwd=str(project), env=clean_env(), timeout=60, capture_output=True).returncode == 1
+    hb = check(gate(project), "hook_heartbeats")
+    assert hb["status"] == "red" and "capture: last run" in hb["detail"], hb
+    assert "docs/x.md" in hb["detail"] and "not a regular file" in hb["detail"], hb
+    assert "fix what the reason names" not in hb["fix"], hb
+    os.unlink(project / "docs" / "x.md")  # the file the detail names, removed as the fix says
+    follow_fix(hb["fix"].split(";")[0], project)
+    assert check(gate(project), "hook_heartbeats")["status"] != "red"

@@ -217,3 +217,22 @@ def test_a_partial_spill_write_never_glues_the_next_row_onto_it(project, tmp_pat
     prompts = heartbeats(project, "prompt")
     assert [h[:3] for h in prompts] == [("prompt", "error", "db_locked")] * 3, prompts
     assert rows(project, "SELECT count(*) FROM decisions WHERE outcome = 'error'") == [(3,)]
+
+
+def test_a_file_size_limit_the_store_meets_is_named_with_its_fix_not_a_disk_io_error(project, tmp_path):
+    """The fault campaign's `prlimit --fsize` run: the store's first WAL frame passes the limit
+    and SQLite says only "disk I/O error"; the spill line still fits. The row read db_io with
+    the fix `df -h`/`dmesg`, which shows a healthy disk. It is db_full, naming the limit, with
+    the `ulimit -f` fix; the next hook without the limit clears it."""
+    env = clean_env(XDG_STATE_HOME=str(tmp_path / "state"))
+    gate(project, env=env)  # a clean close: the next writer starts a fresh WAL, past the limit at once
+    run = _hook_with_file_limit(project, env, event="stop")
+    assert run.returncode == 0 and len(run.stderr.splitlines()) == 1 and b"recorded in" in run.stderr, run.stderr
+    hb = check(gate(project, env=env), "hook_heartbeats")
+    assert [h[:3] for h in heartbeats(project, "stop")] == [("stop", "error", "db_full")], heartbeats(project)
+    assert "stop: last run" in hb["detail"] and "file-size limit" in hb["detail"], hb
+    assert "ulimit -f" in hb["fix"], hb
+    ok = subprocess.run(memhealth_cmd() + ["hook", "stop"], cwd=str(project), env=env, capture_output=True,
+                        input=json.dumps(payload("stop", project)).encode(), timeout=10)
+    assert ok.returncode == 0 and ok.stderr == b""
+    assert check(gate(project, env=env), "hook_heartbeats")["status"] != "red"
