@@ -408,12 +408,15 @@ class MultiServe(ServeThreads):
             self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300], **bounded(body)})
             return 400, {"error": str(exc)[:300]}
         targets = self.targets()
+        lost = self.lost_states()
         groups: dict[str, list[dict]] = {}
         unrouted: list[tuple[dict, str]] = []
         for alert in alerts:
             name = (alert.get("labels") or {}).get("project")
             if not isinstance(name, str) or not name:
                 unrouted.append((alert, "no project label"))
+            elif name in lost:  # its budget and sinks are what is lost (MemhealthProjectNotServed)
+                unrouted.append((alert, f"project {name[:80]!r} is registered but not served ({lost[name]})"))
             elif name not in targets:
                 unrouted.append((alert, f"project {name[:80]!r} is not served here"))
             else:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
@@ -105,6 +106,19 @@ def test_a_lost_project_reads_0_fires_its_alert_and_its_printed_fix_brings_it_ba
         up, state = wait_for(lambda: (lambda s: s if s[1] == lost else None)(project_series(app)),
                              timeout=20, what="the lost projects' states on /metrics")
         assert up == {"kept": 1.0, "nostore": 0.0, "corrupt": 0.0, "gone": 0.0}  # still there, 0
+
+        # the alert itself, delivered to serve --all: the lost project's budget is what is lost,
+        # so it is kept beside the registry, saying why, and answered 200 (a retry cannot help)
+        body = json.dumps({"receiver": "ticket", "status": "firing", "alerts": [
+            {"status": "firing", "labels": {"alertname": "MemhealthProjectNotServed",
+                                            "severity": "warning", "project": "nostore"}}]}).encode()
+        req = urllib.request.Request(app.url + "/alerts", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert resp.status == 200 and json.loads(resp.read())["unrouted"] == 1
+        with open(tmp_path / "xdg" / "memhealth" / "alerts-unrouted.ndjson", encoding="utf-8") as fh:
+            kept = [json.loads(line) for line in fh]
+        assert kept[-1]["alertname"] == "MemhealthProjectNotServed"
+        assert kept[-1]["reason"] == "project 'nostore' is registered but not served (no_store)", kept[-1]
 
         health = json.loads(app.get("/healthz"))
         assert health["status"] == "degraded", health
