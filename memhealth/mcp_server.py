@@ -163,6 +163,153 @@ def build_server(start_dir: str | None):
     return server
 
 
+# -- the stdio transport: every line answered, a vanished reader an exit ----------------------
+# JSON-RPC 2.0 (jsonrpc.org/specification, section 5.1): a line that is not JSON (or not
+# UTF-8) is a Parse error, JSON that is not a request, notification or response an Invalid
+# Request; the id is null when it cannot be read. The SDK's own stdio transport drops both
+# without a word, and a closed stdout ends it in a traceback with exit 1.
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+MAX_LINE = 4 * 1024 * 1024  # bytes of one message; a longer line is a parse error, not memory
+
+
+class ReaderGone(Exception):
+    """The client stopped reading (stdout closed, EPIPE): nothing more can be answered."""
+
+
+class Wire:
+    """The JSON-RPC side of stdout: whole lines under a lock, on a private copy of fd 1 (fd 1
+    itself then points at stderr, so a stray print never corrupts the protocol). The SDK's
+    transport calls write() and flush(); a broken pipe raises ReaderGone."""
+
+    def __init__(self, raw):
+        import threading
+
+        self.raw = raw
+        self._lock = threading.Lock()
+
+    def _put(self, data: bytes) -> None:
+        with self._lock:
+            try:
+                self.raw.write(data)
+                self.raw.flush()
+            except (BrokenPipeError, ConnectionResetError, ValueError) as exc:  # ValueError: closed
+                raise ReaderGone(str(exc)) from None
+            except OSError as exc:
+                import errno
+
+                if exc.errno in (errno.EPIPE, errno.EBADF):
+                    raise ReaderGone(str(exc)) from None
+                raise
+
+    async def write(self, text: str) -> None:
+        import anyio
+
+        await anyio.to_thread.run_sync(self._put, text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        """Each write() is flushed whole already."""
+
+    async def error(self, code: int, message: str, detail: str, msg_id=None) -> None:
+        import json
+
+        await self.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {
+            "code": code, "message": message, "data": detail[:300]}}) + "\n")
+
+
+def screen(line: bytes):
+    """(text of a well-formed JSON-RPC message, None) or (None, (code, message, detail, id))."""
+    import json
+
+    import mcp_types
+    from pydantic import ValidationError
+
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, (PARSE_ERROR, "Parse error", f"the message is not UTF-8 (byte {exc.start})", None)
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return None, (PARSE_ERROR, "Parse error", f"not JSON: {exc}", None)
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
+    except ValidationError:
+        msg_id = obj.get("id") if isinstance(obj, dict) else None
+        if isinstance(msg_id, bool) or not isinstance(msg_id, (str, int)):
+            msg_id = None
+        what = ("a batch (an array): MCP takes one message per line" if isinstance(obj, list)
+                else "not a JSON-RPC 2.0 request, notification or response")
+        return None, (INVALID_REQUEST, "Invalid Request", what, msg_id)
+    return text, None
+
+
+class Lines:
+    """stdin for the SDK's transport: yields the well-formed lines, answers every other one on
+    the wire itself (so the SDK never sees it), and ends at end of input."""
+
+    def __init__(self, raw, wire: Wire):
+        self.raw = raw
+        self.wire = wire
+
+    def _read(self) -> bytes:
+        line = self.raw.readline(MAX_LINE + 1)
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            while True:  # the rest of the oversized line is dropped, never held
+                more = self.raw.readline(MAX_LINE)
+                if not more or more.endswith(b"\n"):
+                    break
+            return b"\x00too long"
+        return line
+
+    async def __aiter__(self):
+        import anyio
+
+        while True:
+            # abandoned on cancel: a client gone from stdout may keep stdin open forever
+            line = await anyio.to_thread.run_sync(self._read, abandon_on_cancel=True)
+            if not line:
+                return
+            if line == b"\x00too long":
+                await self.wire.error(PARSE_ERROR, "Parse error", f"a line over {MAX_LINE} bytes")
+                continue
+            if not line.strip():
+                continue  # a blank line is no message
+            text, error = screen(line)
+            if error is not None:
+                await self.wire.error(*error)
+                continue
+            yield text
+
+
 def serve_stdio(start_dir: str | None) -> None:
-    """Serve the tools on stdin/stdout until the client closes the stream."""
-    build_server(start_dir).run(transport="stdio")
+    """Serve the tools on stdin/stdout until the client closes stdin (or stops reading)."""
+    import os
+    import sys
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(start_dir)
+    sys.stdout.flush()
+    wire = Wire(os.fdopen(os.dup(1), "wb", buffering=0))
+    os.dup2(2, 1)  # stray output goes to stderr, never onto the wire
+    lines = Lines(sys.stdin.buffer, wire)
+    # the MCPServer's low-level server: run_stdio_async() would build the SDK's own transport
+    lowlevel = server._lowlevel_server
+
+    async def run() -> None:
+        async with stdio_server(stdin=lines, stdout=wire) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    except* ReaderGone:
+        # every call's work is committed before its answer is written, so nothing recorded is
+        # lost; exit at once: the abandoned stdin read (a thread) cannot be joined while the
+        # client holds stdin open, and interpreter shutdown would wait for it
+        sys.stderr.flush()
+        os._exit(0)
+    try:
+        wire.raw.close()
+    except OSError:
+        pass

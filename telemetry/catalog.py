@@ -239,7 +239,28 @@ SERVE_METRICS: tuple[Metric, ...] = (
            ("reason",), label_values={"reason": SERVE_REFUSAL_REASONS}),
 )
 
-CATALOG: dict[str, Metric] = {m.name: m for m in METRICS + SERVE_METRICS}
+# -- serve --all: what became of each registered project (telemetry.serve_projects) ------------
+# One series per registered project (the registry's size bounds the `project` label), so a
+# project that is deleted, unreadable or corrupt reads 0 instead of leaving /metrics.
+# served: this scrape read its store; no_root: the project directory is gone; no_store: its
+# .memhealth/memory.db is missing; unreadable: permissions, a link, not a file, an I/O error;
+# corrupt: not a database, or malformed; locked: the read waited out its lock or deadline;
+# config_error: its config does not load; error: anything else.
+PROJECT_STATES = ("served", "no_root", "no_store", "unreadable", "corrupt", "locked", "config_error",
+                  "error")
+PROJECT_METRICS: tuple[Metric, ...] = (
+    Metric("memhealth_project_up", "gauge", "1",
+           "`serve --all` only: 1 when this scrape read the registered project's store, 0 when the "
+           "project is registered but not served or its store could not be read (its other series "
+           "then hold their last good values, or are absent).", ("project",)),
+    Metric("memhealth_project_state", "gauge", "1",
+           "`serve --all` only: 1 for each registered project's current state (served, or why not: "
+           "no_root, no_store, unreadable, corrupt, locked, config_error, error), 0 for the others.",
+           ("project", "state"), label_values={"state": PROJECT_STATES}),
+)
+# -- end serve --all projects -------------------------------------------------------------------
+
+CATALOG: dict[str, Metric] = {m.name: m for m in METRICS + SERVE_METRICS + PROJECT_METRICS}
 
 
 # -- Service-level objectives ------------------------------------------------------------------

@@ -28,6 +28,7 @@ from memory_core.index.vectors import vector_count
 from memory_core.outbox import gate_log, rollup_reads, span_reads
 from memory_core.store.db import connect, load_vec, sqlite3
 from memory_core.store.meta import get_meta
+from memory_core.store.tx import failure_reason
 from telemetry.catalog import (
     CATALOG,
     CODE_FILE_STATUSES,
@@ -335,6 +336,9 @@ class StoreCollector:
         self.busy_timeout_s = busy_timeout_s
         self.errors = 0
         self.last_error: str | None = None
+        # the failure family of the latest read (memory_core.errors reasons, "busy" for a
+        # scrape still reading), None after a good one: serve --all's project state
+        self.last_reason: str | None = None
         self.last_duration_s: float | None = None
         self._last_good: list[Family] | None = None
         self._lock = threading.Lock()
@@ -348,7 +352,7 @@ class StoreCollector:
         """Read the store now (bounded); on failure count an error and return the last good."""
         t0 = time.monotonic()
         if not self._lock.acquire(timeout=self.deadline_s + self.busy_timeout_s):
-            return self._failed("another scrape is still reading the store")
+            return self._failed("another scrape is still reading the store", "busy")
         try:
             deadline = time.monotonic() + self.deadline_s
             try:
@@ -362,17 +366,21 @@ class StoreCollector:
                                              scrape_errors=self.errors)
                 finally:
                     conn.close()
-            except (StoreError, sqlite3.Error) as exc:
-                return self._failed(str(exc))
+            except StoreError as exc:
+                return self._failed(str(exc), exc.reason)
+            except sqlite3.Error as exc:
+                return self._failed(str(exc), failure_reason(exc))
             self._last_good = families
+            self.last_reason = None
             self.last_duration_s = time.monotonic() - t0
             return families
         finally:
             self._lock.release()
 
-    def _failed(self, message: str) -> list[Family]:
+    def _failed(self, message: str, reason: str) -> list[Family]:
         self.errors += 1
         self.last_error = message
+        self.last_reason = reason
         families = self._last_good or [Family(m) for m in METRICS]
         fam = next(f for f in families if f.metric.name == "memhealth_scrape_errors_total")
         fam.samples[()] = float(self.errors)

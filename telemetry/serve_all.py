@@ -8,7 +8,8 @@
 /metrics with a `project` label, /healthz, /runbook, each project's console under
 /p/<name>/, and POST /alerts routed by the `project` label; each project's gate and export
 run in `Lanes` (bounded threads, one run per project at a time), so a hung project holds up
-no other. Single-project serve and the shared pieces: telemetry/serve.py.
+no other. Single-project serve: telemetry/serve.py; the HTTP server and the routes both
+answer alike: telemetry/serve_http.py; the lanes: telemetry/lanes.py.
 """
 
 from __future__ import annotations
@@ -19,16 +20,21 @@ import time
 
 from memory_core.errors import StoreError
 from memory_core.store.db import connect
-from telemetry.alert_intake import MAX_ALERT_BODY, AlertIntake, Sink, bounded, parse_webhook
+from telemetry.alert_intake import AlertIntake, Sink, bounded, parse_webhook
 from telemetry.collector import StoreCollector
 from telemetry.errors import TelemetryError
-from telemetry.serve import (
-    ServeHandler,
-    ServeThreads,
-    find_default_probe,
-    runbook_page,
-    stderr_line,
+from telemetry.lanes import Lanes
+from telemetry.serve import find_default_probe
+from telemetry.serve_http import ServeHandler, ServeThreads, stderr_line
+from telemetry.serve_projects import (
+    ProjectsCollector,
+    absent_state,
+    entry_error_state,
+    fix_for,
+    read_state,
 )
+
+__all__ = ["Lanes", "MultiServe", "Target", "project_prefix"]  # Lanes: where it lived before
 
 REGISTRY_RECHECK_S = 2.0  # a scrape re-stats the registry at most this often (one stat call)
 PROJECT_PREFIX = "/p/"  # a project's console under serve --all: /p/<quoted registered name>/...
@@ -43,88 +49,6 @@ def project_prefix(name: str) -> str:
     from urllib.parse import quote
 
     return PROJECT_PREFIX + quote(name, safe="")
-
-
-class Lanes:
-    """Per-project runs with bounded threads: at most one run per key at a time, at most
-    `workers` runs counted at once. A run past `stall_s` stops counting (its thread is left to
-    finish: Python cannot kill a thread), at most `max_stalled` of those, so a hung project
-    holds one thread and never another project's turn, and threads stay within
-    workers + max_stalled however many projects hang.
-
-        lanes = Lanes("probe", workers=4, stall_s=60, max_stalled=8)
-        lanes.submit(target, lambda: run(target))   # False: busy, or every worker taken
-    """
-
-    def __init__(self, name: str, workers: int, stall_s: float, max_stalled: int):
-        self.name = name
-        self.workers = workers
-        self.stall_s = stall_s
-        self.max_stalled = max_stalled
-        self.stalled = 0
-        self._free = workers
-        self._running: dict[object, list] = {}  # key -> [started monotonic, stalled?]
-        self._cond = threading.Condition()
-
-    def _reap(self, now: float) -> None:
-        """Called under the lock: runs past stall_s free their worker slot."""
-        for job in self._running.values():
-            if not job[1] and now - job[0] > self.stall_s and self.stalled < self.max_stalled:
-                job[1] = True
-                self.stalled += 1
-                self._free += 1
-
-    def submit(self, key, fn) -> bool:
-        """Start fn() for key on a thread of its own, unless key is running or no worker is free."""
-        with self._cond:
-            self._reap(time.monotonic())
-            if key in self._running or self._free <= 0:
-                return False
-            self._free -= 1
-            self._running[key] = [time.monotonic(), False]
-        thread = threading.Thread(target=self._run, args=(key, fn), name=f"memhealth-{self.name}", daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # no thread to be had: give the slot back, try next tick
-            self._done(key)
-            return False
-        return True
-
-    def _run(self, key, fn) -> None:
-        try:
-            fn()
-        finally:
-            self._done(key)
-
-    def _done(self, key) -> None:
-        with self._cond:
-            job = self._running.pop(key, None)
-            if job is not None:
-                if job[1]:
-                    self.stalled -= 1
-                else:
-                    self._free += 1
-            self._cond.notify_all()
-
-    def busy(self, key) -> bool:
-        with self._cond:
-            return key in self._running
-
-    def wait(self, deadline: float) -> None:
-        """Until no run is counted (stalled ones are not waited for) or the monotonic deadline."""
-        with self._cond:
-            while True:
-                self._reap(time.monotonic())
-                if self._free >= self.workers:
-                    return
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._cond.wait(min(left, 0.1))
-
-    def state(self) -> dict:
-        with self._cond:
-            return {"running": len(self._running), "stalled": self.stalled, "workers": self.workers}
 
 
 class Target:
@@ -191,38 +115,6 @@ class Target:
             intake.close()
 
 
-class ProjectsCollector:
-    """Every target's store as one exposition: each metric family once, each sample with a
-    `project` label (the registered name; never the path)."""
-
-    def __init__(self, app: MultiServe):
-        self.app = app
-
-    def describe(self):
-        from telemetry.catalog import METRICS
-        from telemetry.collector import _empty_family
-
-        for metric in METRICS:
-            yield _empty_family(metric, ("project",))
-
-    def collect(self):
-        from telemetry.catalog import METRICS
-        from telemetry.collector import _empty_family, to_prometheus
-
-        targets = sorted(self.app.targets().values(), key=lambda t: t.name)
-        # stores are read SCRAPE_WORKERS at a time, each bounded by its collector's deadline:
-        # a slow store costs its own deadline, not one deadline per project after it
-        read = [(t.name, {f.metric.name: f for f in families})
-                for t, families in zip(targets, self.app.read_stores(targets), strict=True)]
-        for metric in METRICS:
-            out = _empty_family(metric, ("project",))
-            for name, families in read:
-                fam = families.get(metric.name)
-                if fam is not None:
-                    to_prometheus(fam, (name,), out)
-            yield out
-
-
 class MultiServe(ServeThreads):
     """`memhealth serve --all`: every project in the per-user registry
     (memory_core/store/registry.py) on one port: /metrics with a `project` label, /healthz, the
@@ -261,6 +153,8 @@ class MultiServe(ServeThreads):
         self.stopping = threading.Event()
         self.secret = secrets.token_bytes(32)  # console form tokens; each bound to its project's prefix
         self.problems: dict[str, str] = {}  # registered name -> why it is not served
+        self._lost: dict[str, str] = {}  # registered name -> its state (catalog PROJECT_STATES)
+        self._fixes: dict[str, str] = {}  # registered name -> the command that brings it back
         # alerts that name no served project: kept beside the registry, never dropped
         self.sink = Sink(os.path.join(os.path.dirname(os.path.abspath(registry_path)), UNROUTED_SINK))
         self.unrouted = 0
@@ -297,6 +191,8 @@ class MultiServe(ServeThreads):
             self._stamp = stamp
             kept: dict[str, Target] = {}
             problems: dict[str, str] = {}
+            lost: dict[str, str] = {}
+            fixes: dict[str, str] = {}
             for entry in registry.read(self.registry_path):
                 old = self._targets.get(entry.name)
                 if old is not None and old.project.root == entry.root and os.path.exists(old.project.db_path):
@@ -304,20 +200,31 @@ class MultiServe(ServeThreads):
                     continue
                 try:
                     project, cfg = self.open_entry(entry)
-                    if not os.path.exists(project.db_path):
-                        problems[entry.name] = "no store (.memhealth/memory.db is missing)"
+                    absent = absent_state(project)
+                    if absent is None:
+                        kept[entry.name] = Target(entry.name, project, cfg, self)
                         continue
-                    kept[entry.name] = Target(entry.name, project, cfg, self)
+                    state, detail = absent
                 except Exception as exc:  # one broken project must not take the others down
-                    problems[entry.name] = f"{type(exc).__name__}: {exc}"[:300]
+                    state, detail = entry_error_state(exc), f"{type(exc).__name__}: {exc}"[:300]
+                # never dropped from /metrics: memhealth_project_up 0 and its state say why
+                lost[entry.name] = state
+                problems[entry.name] = f"{state}: {detail}"
+                fixes[entry.name] = fix_for(state, entry.root)  # names the path: /healthz only
             retired = [gone for name, gone in self._targets.items() if kept.get(name) is not gone]
-            self._targets, self.problems = kept, problems
+            self._targets, self.problems, self._lost, self._fixes = kept, problems, lost, fixes
         for gone in retired:  # outside the lock: a scrape never waits on an exporter's shutdown
             gone.retired = True
             gone.close()
             if not self.exports.busy(gone):  # else its export run closes it on the way out
                 gone.close_exporter()
         return dict(kept)
+
+    def lost_states(self) -> dict[str, str]:
+        """{registered name: state} of the projects registered and not served (as of the last
+        registry read; targets() refreshes it)."""
+        with self._lock:
+            return dict(self._lost)
 
     def read_stores(self, targets: list[Target]) -> list:
         """Each target's families (StoreCollector.read), SCRAPE_WORKERS stores at a time."""
@@ -445,15 +352,6 @@ class MultiServe(ServeThreads):
 
     # -- endpoints --------------------------------------------------------------------------
 
-    def metrics(self, accept: str | None) -> tuple[bytes, str]:
-        from prometheus_client.exposition import choose_encoder
-
-        encoder, content_type = choose_encoder(accept or "")
-        return encoder(self._registry), content_type
-
-    def runbook(self) -> tuple[int, bytes]:
-        return runbook_page()
-
     def health(self) -> dict:
         targets = self.targets()
         refused = self._server.refused if self._server is not None else 0
@@ -462,17 +360,24 @@ class MultiServe(ServeThreads):
             probe = dict(t.probe_state)
             if probe["running_since"] is not None:
                 probe["running_for_s"] = round(time.time() - probe["running_since"], 3)
-            projects[name] = {"scrape_errors": t.collector.errors, "last_scrape_error": t.collector.last_error,
+            state = read_state(t.collector.last_reason)  # as the latest scrape read its store
+            projects[name] = {"state": state, "scrape_errors": t.collector.errors,
+                              "last_scrape_error": t.collector.last_error,
                               "probe": probe, "export": t.export_last, "export_runs": t.export_runs,
                               "console": project_prefix(name) + "/", "problems": list(t.problems)}
+            if state != "served":
+                projects[name]["fix"] = fix_for(state, t.project.root, t.project.state_dir)
         # a registered project that is not served (deleted, unreadable, no store), or one whose
         # store or config has a problem, is not "ok"
-        lost = bool(self.problems) or any(p["problems"] for p in projects.values())
+        problems, fixes = self.problems, self._fixes  # replaced together under the lock
+        lost = bool(problems) or any(p["problems"] or p["state"] != "served" for p in projects.values())
         return {"status": "degraded" if lost else "ok", "uptime_s": round(time.time() - self.started_at, 3),
                 "connections_refused": refused, "requests_refused": self.guard.snapshot(),
                 "registry": self.registry_path,
                 "lanes": {"probe": self.probes.state(), "export": self.exports.state()},
-                "alerts_unrouted": self.unrouted, "projects": projects, "not_served": self.problems}
+                "alerts_unrouted": self.unrouted, "projects": projects,
+                "not_served": {name: f"{why}; FIX: {fixes[name]}" if name in fixes else why
+                               for name, why in problems.items()}}
 
     @property
     def export_state(self) -> dict:
@@ -503,12 +408,15 @@ class MultiServe(ServeThreads):
             self.sink.append({"ts": now, "decision": "rejected", "error": str(exc)[:300], **bounded(body)})
             return 400, {"error": str(exc)[:300]}
         targets = self.targets()
+        lost = self.lost_states()
         groups: dict[str, list[dict]] = {}
         unrouted: list[tuple[dict, str]] = []
         for alert in alerts:
             name = (alert.get("labels") or {}).get("project")
             if not isinstance(name, str) or not name:
                 unrouted.append((alert, "no project label"))
+            elif name in lost:  # its budget and sinks are what is lost (MemhealthProjectNotServed)
+                unrouted.append((alert, f"project {name[:80]!r} is registered but not served ({lost[name]})"))
             elif name not in targets:
                 unrouted.append((alert, f"project {name[:80]!r} is not served here"))
             else:
@@ -565,7 +473,7 @@ class MultiServe(ServeThreads):
 
 
 def _multi_handler(app: MultiServe):
-    from telemetry.console import MAX_FORM_BODY, SECURITY_HEADERS
+    from telemetry.console import SECURITY_HEADERS
 
     class Handler(ServeHandler):
         def _text(self, code: int, line: str, headers: dict | None = None) -> None:
@@ -593,15 +501,9 @@ def _multi_handler(app: MultiServe):
             if not self._admit():
                 return
             path, _, query = self.path.partition("?")
-            if path == "/metrics":
-                body, content_type = app.metrics(self.headers.get("Accept"))
-                self._send(200, body, content_type)
-            elif path == "/healthz":
-                self._json(200, app.health())
-            elif path == "/runbook":
-                code, body = app.runbook()
-                self._send(code, body, "text/html; charset=utf-8" if code == 200 else "text/plain")
-            elif path == "/":
+            if self._shared_get(app, path):
+                return
+            if path == "/":
                 self._send(200, app.index(), "text/html; charset=utf-8", SECURITY_HEADERS)
             elif path.startswith(PROJECT_PREFIX):
                 found = self._project(path, query)
@@ -625,14 +527,7 @@ def _multi_handler(app: MultiServe):
                 return
             path = self.path.split("?", 1)[0]
             if path == "/alerts":
-                body, status = self._read_body(MAX_ALERT_BODY)
-                if body is None:
-                    app.sink.append({"ts": time.time(), "decision": "rejected",
-                                     "error": f"bad Content-Length {self.headers.get('Content-Length')!r}"})
-                    self._json(status, {"error": "bad or oversized body"})
-                    return
-                code, obj = app.alerts(body)
-                self._json(code, obj)
+                self._post_alerts(app)
                 return
             if path.startswith(PROJECT_PREFIX):
                 found = self._project(path, "")
@@ -641,11 +536,7 @@ def _multi_handler(app: MultiServe):
                     return
                 target, action = found
                 if action in POST_ROUTES:
-                    body, status = self._read_body(MAX_FORM_BODY)
-                    if body is None:
-                        self._send(status, b"bad or oversized form\n", "text/plain")
-                        return
-                    self._console(target.console().post(action, body, self.headers))
+                    self._post_form(target.console(), action)
                     return
             self.close_connection = True
             self._json(404, {"error": f"no route POST {path[:200]}"})

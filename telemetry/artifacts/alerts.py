@@ -42,6 +42,7 @@ BUDGET_DOWN_ALERT = "MemhealthAlertBudgetDown"
 DUPLICATE_MACHINE_ALERT = "MemhealthMachineLabelDuplicated"
 BUDGET_JOB = "memhealth-alert-budget"  # compose/team/prometheus-central.yml's scrape of it
 WATCHDOG_ALERT = "MemhealthWatchdog"
+PROJECT_NOT_SERVED_ALERT = "MemhealthProjectNotServed"
 
 
 @dataclass
@@ -207,6 +208,21 @@ def _pipeline_alerts() -> list[Alert]:
     ]
 
 
+# -- serve --all: a registered project it does not serve (telemetry.serve_projects) -----------
+def _project_alert() -> Alert:
+    return Alert(
+        PROJECT_NOT_SERVED_ALERT,
+        f"max by ({BY}) ({m('memhealth_project_up')}) == 0",
+        "warning", "serve",
+        "Project {{ $labels.project }} is registered but not served by {{ $labels.instance }}",
+        "memhealth serve --all could not read this registered project's store for 10 minutes: its "
+        "directory or store is gone, unreadable or corrupt, or its config does not load "
+        "(memhealth_project_state says which). Its hooks, gate and alerts are unwatched while it "
+        "lasts. FIX: the command under not_served (or the project's fix) in serve's /healthz.",
+        for_="10m")
+# -- end serve --all projects
+
+
 def gate_check_alerts() -> list[Alert]:
     """One rule per gate check, so each has its own severity, `for` and runbook section."""
     # the enum series: `status="red"` says what it means, where `== 2` needed the code table
@@ -235,6 +251,7 @@ def alerts() -> list[Alert]:
     out.append(_heartbeat_alert())
     out += _pipeline_alerts()
     out += gate_check_alerts()
+    out.append(_project_alert())
     out += [
         Alert(TARGET_DOWN_ALERT, f'up{{job="{SCRAPE_JOB}"}} == 0', "critical", "serve",
               "memhealth serve at {{ $labels.instance }} cannot be scraped",

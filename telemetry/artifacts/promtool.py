@@ -18,6 +18,7 @@ LAT = "MemhealthHookLatencyBudgetBurn"
 HB = "MemhealthHookHeartbeatMissing"
 GATE = "MemhealthGateCheckRed"
 DOWN = "MemhealthTargetDown"
+PNS = "MemhealthProjectNotServed"
 
 _BURN_TAIL = (" burn windows both exceed the objective's error rate, with at least 3 bad "
               "invocations in the long window.")
@@ -88,6 +89,13 @@ TEXT = {
         "Prometheus has failed to scrape memhealth serve for 5 minutes: the process is dead, "
         "hung, or unreachable. Its metrics, its scheduled gate and its /alerts receiver (the "
         "alert budget) are gone with it, so this alert is routed to the receiver outside serve."),
+    # -- serve --all: a registered project it does not serve
+    "MemhealthProjectNotServed": (
+        "Project lib is registered but not served by 127.0.0.1:9464",
+        "memhealth serve --all could not read this registered project's store for 10 minutes: its "
+        "directory or store is gone, unreadable or corrupt, or its config does not load "
+        "(memhealth_project_state says which). Its hooks, gate and alerts are unwatched while it "
+        "lasts. FIX: the command under not_served (or the project's fix) in serve's /healthz."),
     "MemhealthWatchdog": (
         "Alerting pipeline heartbeat (always firing)",
         "Always firing, so the path Prometheus -> Alertmanager -> receiver is proven end to end. "
@@ -366,6 +374,16 @@ def promtool_tests(runbook_url: str) -> dict[str, dict]:
             ("16m", DOWN, [exp(DOWN, "memhealthtargetdown", severity="critical",
                                component="serve", job="memhealth",
                                instance="127.0.0.1:9464")])]),
+        # -- serve --all: lib lost for 20 minutes, then its FIX; app served throughout; old
+        # unregistered after 5 minutes lost (its series ends: nothing fires)
+        _test("a lost project fires after 10 minutes, not at 9, and resolves when it is served", [
+            _series("memhealth_project_up", "0x20 1x10", instance="127.0.0.1:9464", project="lib"),
+            _series("memhealth_project_up", "1x30", instance="127.0.0.1:9464", project="app"),
+            _series("memhealth_project_up", "0x5", instance="127.0.0.1:9464", project="old"),
+        ], [("9m", PNS, []),
+            ("15m", PNS, [exp(PNS, "memhealthprojectnotserved", severity="warning",
+                              component="serve", instance="127.0.0.1:9464", project="lib")]),
+            ("25m", PNS, [])]),
         _test("watchdog always fires", [], [
             ("0m", "MemhealthWatchdog",
              [exp("MemhealthWatchdog", "memhealthwatchdog", severity="none", component="meta")]),
