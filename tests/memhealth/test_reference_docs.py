@@ -136,6 +136,39 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
     assert broken == []
 
 
+def test_every_test_file_the_docs_name_exists():
+    """A test named in the docs (or in a module's docstring) is where a reader goes to see a
+    claim proven: a test moved or renamed must take its mentions with it. A name under one of
+    our test folders must exist; a bare `tests/test_x.py` is flagged when a test of that name
+    lives elsewhere in the tree (moved), since sample projects and fixtures name tests of their
+    own. The changelog keeps the names a test had then."""
+    named = re.compile(r"(?<![\w/])tests/(?:[\w]+/)*test_\w+\.py")
+    ours = {"memory_core", "probes", "telemetry", "memhealth", "faults", "e2e", "support"}
+    moved = {}
+    for dirpath, _dirs, files in os.walk(os.path.join(REPO, "tests")):
+        for name in files:
+            if name.startswith("test_") and name.endswith(".py"):
+                moved.setdefault(name, os.path.relpath(os.path.join(dirpath, name), REPO))
+    stale = []
+    for dirpath, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        if os.path.relpath(dirpath, REPO).split(os.sep)[:2] == ["tests", "fixtures"]:
+            continue
+        for name in files:
+            if name == "CHANGELOG.md" or not (name.endswith((".py", ".md", ".toml", ".yml", ".yaml"))
+                                              or name == "Makefile"):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for target in set(named.findall(fh.read())):
+                    parts = target.split("/")
+                    if os.path.exists(os.path.join(REPO, target)):
+                        continue
+                    if (len(parts) > 2 and parts[1] in ours) or (len(parts) == 2 and parts[1] in moved):
+                        stale.append(f"{os.path.relpath(path, REPO)} -> {target}")
+    assert sorted(stale) == []
+
+
 def test_nothing_in_the_repository_cites_a_document_outside_it():
     """The project stands alone: cite a public source by its title (a paper, Claude Code's
     docs, an RFC) or the project's own docs, never a file a clone does not contain."""
