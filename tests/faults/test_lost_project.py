@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import REPO, payload, require_binary, run_hook
 from tests.faults.helpers import db_path, wait_for
-from tests.test_serve_all import ServeAll, _env, _init
+from tests.telemetry.test_serve_all import ServeAll, _env, _init
 
 INSTANCE = "127.0.0.1:9464"  # the label Prometheus would give the target; promtool takes it as given
 SUMMARY = "Project {} is registered but not served by 127.0.0.1:9464"
