@@ -40,7 +40,7 @@ pipeline job playbook bot cluster repo repository network database backend front
 dashboard plugin extension lambda cronjob cron daemon deployment infrastructure infra
 stack chart notebook spreadsheet game device firmware portal intranet monorepo vm server
 project client library sdk handler page config configuration mod addon add-on box
-machine vpc
+machine vpc agent runner
 """.split())
 # A context that is an exercise, not the product: the work is practice, whatever it builds
 # ("chapter 4 of the networking course", "homework: implement encoding detection in Rust").
@@ -68,7 +68,8 @@ _ENDS = frozenset({"so", "that", "which", "who", "where", "when", "while", "beca
                    "returns", "keeps", "makes", "uses", "runs", "works", "sends", "calls", "takes",
                    "wants", "lacks", "doesn't", "isn't", "won't", "can't"}) | PREPOSITIONS
 MAX_PHRASE = 7            # words of a noun phrase read after the preposition and determiner
-_CLAUSES = re.compile(r"[,;:!?()\[\]{}\"`<>|]|\.(?=\s|$)|\s[-\u2013\u2014]\s")
+# a backtick quotes code inside a sentence ("in `backup.py` the bodies"): not a clause break
+_CLAUSES = re.compile(r"[,;:!?()\[\]{}\"<>|]|\.(?=\s|$)|\s[-\u2013\u2014]\s")
 _WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9+./-]*(?:'s)?")
 _PARTS = re.compile(r"[^\W_]+")
 
@@ -117,7 +118,7 @@ def _parts(words) -> list[str]:
     return sorted({p for w in words for p in _PARTS.findall(w.removesuffix("'s")) if not p.isdigit()})
 
 
-def _readings(words: list[str]):
+def _readings(words: list[str], theirs: bool = False):
     """What in one phrase may name another system, as (head, the words that must include one
     the project never writes, every word shown): each system noun in it, with the words
     before it as its modifiers ("the S3 backup script": script, by s3 and backup); a file name
@@ -126,6 +127,9 @@ def _readings(words: list[str]):
         bare = word.removesuffix("'s")
         if _singular(bare) in SYSTEMS:
             modifiers = [w for w in words[:at] if w not in DETERMINERS]
+            if theirs:  # "their library", "their SDK": someone else's, whatever its words
+                yield _singular(bare), None, _parts(words)
+                continue
             if word.endswith("'s"):  # an owner: its words and those of what it owns
                 checked = _parts(modifiers + words[at + 1:])
             elif _singular(bare) in SHARED_HEADS:
@@ -151,7 +155,10 @@ def foreign_target(prompt: str, seen) -> dict | None:
         practice = next((_singular(w) for w in words if _singular(w) in EXERCISES), None)
         if practice is not None:
             return {"phrase": written, "head": practice, "unseen": []}
-        found += [(written, head, checked, shown) for head, checked, shown in _readings(words)]
+        for head, checked, shown in _readings(words, written.lower().startswith("their ")):
+            if checked is None:
+                return {"phrase": written, "head": head, "unseen": [], "owner": "their"}
+            found.append((written, head, checked, shown))
     if not found:
         return None
     df = seen(sorted({p for _w, _h, checked, shown in found for p in checked + shown}))
@@ -168,8 +175,11 @@ ABOUT = frozenset("""
 test tests benchmark benchmarks page docs documentation tutorial guide example examples
 warning warnings changelog comparison measurement measurements review writeup write-up
 note notes faq recipe cookbook section chapter paragraph article post readme slide slides
-sentence sentences
+sentence sentences pytest unittest testcase
 """.split())
+# A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
+# which Chrome version dropped server push?"): it asks about the feature, for an audience
+TALKS = frozenset({"talk", "presentation", "slides", "blog", "newsletter", "podcast", "meetup", "keynote"})
 # An object qualified by one of these is a sample of a component, not the component ("an
 # example app that uses TestClient.websocket_connect")
 SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation"})
@@ -188,7 +198,7 @@ integrate make generate serve wire emit raise log
 _ASKS_ABOUT = re.compile(
     r"\b(?:did|didn't|have|haven't|had|has|hasn't)\s+(?:[\w.]+\s+)?"
     r"(?:ever\s+|really\s+|even\s+)?(?:built|added|implemented|designed|written|wrote|created|made|build|add|"
-    r"implement|design|write|create|make)\b"
+    r"implement|design|write|create|make|shipped|ship|released|chosen|picked|used|gone|done)\b"
     r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|one)\s+(?:build|add|implement|create|write|make|use)\b"
     r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b",
     re.I)
@@ -219,7 +229,9 @@ def about_work(prompt: str) -> dict | None:
         return {"filed": filed.group(0).strip()}
     lead, colon, _rest = head.partition(":")
     lead_words = _WORDS.findall(lead)
-    if colon and len(lead) <= 60 and lead_words and _head(lead_words[-1]) in ABOUT:
+    if colon and len(lead) <= 60 and lead_words and (_head(lead_words[-1]) in ABOUT
+                                                     or any(w.lower() in TALKS and lead_words[i - 1].lower() in DETERMINERS
+                                                            for i, w in enumerate(lead_words) if i)):
         return {"filed": lead.strip()}
     clauses = _CLAUSES.split(prompt[:2000])
     for n, clause in enumerate(clauses[:4]):

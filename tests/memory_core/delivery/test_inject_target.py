@@ -155,3 +155,28 @@ def test_a_file_name_or_someone_elses_thing_is_another_system():
     assert foreign_target("write a patch for aiohttp's TCPConnector limits", _seen({"limits"}))["head"] == "owner"
     # the owner is the project's own name: its thing, not someone else's
     assert foreign_target("add retries to httpx's transport", _seen({"httpx", "transport", "retries"})) is None
+
+
+@pytest.mark.parametrize("prompt, said", [
+    ("for our blog post on retries: which status codes should a client treat as transient?",
+     {"filed": "for our blog post on retries"}),
+    ("write a pytest for the `Timeout` object that checks pool=None is accepted", {"object": "pytest"}),
+    ("should we have shipped the retry policy as a plugin instead?", {"asks": "have shipped"}),
+])
+def test_more_forms_of_work_about_what_exists(prompt, said):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) == said
+
+
+def test_talk_as_a_verb_files_nothing():
+    from memory_core.delivery.target import about_work
+
+    assert about_work("let the client talk to socks5:// proxies: write our own handshake") is None
+
+
+def test_their_system_a_file_in_backticks_and_build_agents_are_other_systems():
+    seen = _seen({"library", "pool", "limits", "json", "bodies", "tls", "build", "ca", "bundle"})
+    assert foreign_target("their library (aiohttp) has its own pool limits", seen)["owner"] == "their"
+    assert foreign_target("in `backup.py` the JSON bodies we dump are huge", seen)["head"] == "file"
+    assert foreign_target("add the CA bundle on the build agents so TLS works", seen)["head"] == "agent"
