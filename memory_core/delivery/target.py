@@ -40,7 +40,7 @@ pipeline job playbook bot cluster repo repository network database backend front
 dashboard plugin extension lambda cronjob cron daemon deployment infrastructure infra
 stack chart notebook spreadsheet game device firmware portal intranet monorepo vm server
 project client library sdk handler page config configuration mod addon add-on box
-machine vpc agent runner
+machine vpc agent runner warehouse
 """.split())
 # A context that is an exercise, not the product: the work is practice, whatever it builds
 # ("chapter 4 of the networking course", "homework: implement encoding detection in Rust").
@@ -89,11 +89,17 @@ def phrases(prompt: str) -> list[tuple[str, list[str]]]:
     its words lowercased): "to the S3 backup script" gives ("the S3 backup script", ["s3",
     "backup", "script"])."""
     out = []
+    lead, colon, _rest = prompt.partition(":")
+    lead_words = _WORDS.findall(lead)
+    if colon and 0 < len(lead_words) <= 4:  # "nginx config: serve static files …": what it is for
+        out.append((lead.strip(), [w.lower() for w in lead_words]))
     for clause in _CLAUSES.split(prompt):
         words = _WORDS.findall(clause)
         starts = [at for at, word in enumerate(words) if word.lower() in PREPOSITIONS]
         if words and words[0].lower() in DETERMINERS - {"a", "an", "all", "some", "every", "each", "that"}:
             starts.insert(0, -1)  # the subject: read from the determiner on
+        # the object of a build verb: "write `backup.py` with …", "build a Go microservice"
+        starts += [at for at, word in enumerate(words[:12]) if word.lower() in BUILD_VERBS]
         for at in starts:
             k = at + 1
             det = k < len(words) and words[k].lower() in DETERMINERS
@@ -114,8 +120,19 @@ def phrases(prompt: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+# Words that qualify any kind of thing and name no system: never counted as unseen ("our
+# own proxy configuration", "a new command line client")
+GENERIC = frozenset("""
+own new custom another additional extra separate simple small tiny basic better proper real
+whole same first second next old current default main single tiny little big
+""".split())
+
+
 def _parts(words) -> list[str]:
-    return sorted({p for w in words for p in _PARTS.findall(w.removesuffix("'s")) if not p.isdigit()})
+    from memory_core.index.fts import STOPWORDS
+
+    return sorted({p for w in words for p in _PARTS.findall(w.removesuffix("'s").lower())
+                   if not p.isdigit() and p not in GENERIC and p not in STOPWORDS})
 
 
 def _readings(words: list[str], theirs: bool = False):

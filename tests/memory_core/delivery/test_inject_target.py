@@ -49,9 +49,10 @@ def test_a_target_the_project_writes_or_no_system_at_all_names_nothing(prompt):
 
 def test_phrases_stop_at_a_clause_and_keep_a_possessor():
     assert phrases("raise the pool limits of the Postgres container in docker-compose, it runs out") == [
-        ("the Postgres container", ["postgres", "container"]), ("docker-compose", ["docker-compose"])]
+        ("the Postgres container", ["postgres", "container"]), ("docker-compose", ["docker-compose"]),
+        ("the pool limits", ["pool", "limits"])]  # the object of the verb, read last
     assert phrases("implement login for the mobile app's sign-in screen") == [
-        ("the mobile app's sign-in screen", ["mobile", "app's", "sign-in", "screen"])]
+        ("the mobile app's sign-in screen", ["mobile", "app's", "sign-in", "screen"]), ("login", ["login"])]
 
 
 def test_a_hundred_thousand_character_prompt_is_read_in_linear_time():
@@ -180,3 +181,19 @@ def test_their_system_a_file_in_backticks_and_build_agents_are_other_systems():
     assert foreign_target("their library (aiohttp) has its own pool limits", seen)["owner"] == "their"
     assert foreign_target("in `backup.py` the JSON bodies we dump are huge", seen)["head"] == "file"
     assert foreign_target("add the CA bundle on the build agents so TLS works", seen)["head"] == "agent"
+
+
+def test_a_lead_before_a_colon_a_built_file_and_a_warehouse_are_other_systems():
+    seen = _seen({"static", "files", "serve", "cache", "header", "multipart", "uploads", "path", "table",
+                  "event", "hooks", "name", "config"})
+    assert foreign_target("traefik config: serve static files with a cache header", seen)["phrase"] == "traefik config"
+    assert foreign_target("write `sync.py` with a multipart uploads path", seen)["head"] == "file"
+    assert foreign_target("event_hooks is a table in our analytics warehouse", seen)["head"] == "warehouse"
+
+
+def test_a_qualifier_any_thing_may_have_names_no_system():
+    # "own" and "new" are in no project's text as names: "our own proxy configuration" is the
+    # project's proxy configuration again, not another system's
+    seen = _seen({"proxy", "configuration", "command", "line", "client"})
+    assert foreign_target("should we write our own proxy configuration that reads NO_PROXY", seen) is None
+    assert foreign_target("should we write a new command line client with a --verbose flag", seen) is None
