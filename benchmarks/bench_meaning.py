@@ -41,9 +41,9 @@ PATIENT = {"embedding": {"timeout_s": 60.0}, "hooks": {"timeout_s": 600}}
 PARTS = {
     "tuned (httpx, sets 1,2,4)": (dnr_eval.TUNING, (1, 2, 4)),
     "held-out sets 1-4 (requests, starlette)": (dnr_eval.HELD_OUT, (1, 2, 3, 4)),
-    **{f"set {n} (all three)": (dnr_eval.PROJECTS, (n,)) for n in (5, 6, 7, 8, 9)},
+    **{f"set {n} (all three)": (dnr_eval.PROJECTS, (n,)) for n in (5, 6, 7, 8, 9, 10, 11)},
 }
-SETS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+SETS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
 
 def evaluation(server_url: str, tmp: str) -> dict:
