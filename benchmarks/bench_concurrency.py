@@ -24,23 +24,12 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
 
-from common import FLOOR_CMD, memhealth_cmd, pct, row
+from common import FLOOR_CMD, memhealth_cmd, pct, row, scrape_every_second, start_serve
 
 WORKERS = 8
 EVENTS = ("prompt", "pre-tool", "post-tool", "stop")
 PHASES = ("start+imports", "lock wait", "commit", "checkpoint", "drains", "other work", "exit")
-
-
-def _serve(cmd: list[str], root: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(cmd + ["serve", "--project", root, "--listen", "127.0.0.1:0", "--no-export"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = proc.stdout.readline()
-    if "listening on" not in first:
-        proc.kill()
-        raise RuntimeError(f"serve did not start: {first!r}")
-    return proc, first.split("listening on ", 1)[1].split()[0]
 
 
 def _timed(cmd: list[str], data: bytes, cwd: str | None, env: dict | None, limit_s: float = 60.0):
@@ -99,21 +88,9 @@ def bench(quick: bool = False) -> list[dict]:
         subprocess.run(cmd + ["init", "--project", root], check=True, capture_output=True)
         phases_path = os.path.join(tmp, "phases.ndjson")
         env = {**os.environ, "MEMHEALTH_PHASES": phases_path}
-        serve, url = _serve(cmd, root)
+        serve, url = start_serve(cmd, root)
         stop = threading.Event()
         scrapes = {"ok": 0, "failed": 0, "seconds": []}
-
-        def scraper() -> None:
-            while not stop.is_set():
-                t0 = time.perf_counter()
-                try:
-                    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
-                        resp.read()
-                    scrapes["ok"] += 1
-                except OSError:
-                    scrapes["failed"] += 1
-                scrapes["seconds"].append(time.perf_counter() - t0)
-                stop.wait(1.0)
 
         loaded_floor: list[float] = []
 
@@ -136,7 +113,7 @@ def bench(quick: bool = False) -> list[dict]:
                 with lock:
                     runs.append({"event": event, "turn": i, "spawn_ns": spawn_ns, "exit_ns": exit_ns, "pid": pid})
 
-        helpers = [threading.Thread(target=scraper, daemon=True), threading.Thread(target=floor_runner, daemon=True)]
+        helpers = [threading.Thread(target=scrape_every_second, args=(url, stop, scrapes), daemon=True), threading.Thread(target=floor_runner, daemon=True)]
         for t in helpers:
             t.start()
         t0 = time.perf_counter()

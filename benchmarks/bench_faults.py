@@ -15,22 +15,11 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
 
-from common import floor, memhealth_cmd, pct, row, summary
+from common import floor, memhealth_cmd, pct, row, scrape_every_second, start_serve, summary
 
 WORKERS = 8
 EVENTS = ("prompt", "pre-tool", "post-tool", "stop")
-
-
-def _serve(cmd: list[str], root: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(cmd + ["serve", "--project", root, "--listen", "127.0.0.1:0", "--no-export"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = proc.stdout.readline()
-    if "listening on" not in first:
-        proc.kill()
-        raise RuntimeError(f"serve did not start: {first!r}")
-    return proc, first.split("listening on ", 1)[1].split()[0]
 
 
 def bench(quick: bool = False) -> list[dict]:
@@ -42,21 +31,9 @@ def bench(quick: bool = False) -> list[dict]:
         root = os.path.join(tmp, "proj")
         os.makedirs(root)
         subprocess.run(cmd + ["init", "--project", root], check=True, capture_output=True)
-        serve, url = _serve(cmd, root)
+        serve, url = start_serve(cmd, root)
         stop = threading.Event()
         scrapes = {"ok": 0, "failed": 0, "seconds": []}
-
-        def scraper() -> None:
-            while not stop.is_set():
-                t0 = time.perf_counter()
-                try:
-                    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
-                        resp.read()
-                    scrapes["ok"] += 1
-                except OSError:
-                    scrapes["failed"] += 1
-                scrapes["seconds"].append(time.perf_counter() - t0)
-                stop.wait(1.0)
 
         samples: dict[str, list[float]] = {e: [] for e in EVENTS}
         nonzero = [0]
@@ -75,7 +52,7 @@ def bench(quick: bool = False) -> list[dict]:
                     samples[event].append(took)
                     nonzero[0] += proc.returncode != 0
 
-        scrape_thread = threading.Thread(target=scraper, daemon=True)
+        scrape_thread = threading.Thread(target=scrape_every_second, args=(url, stop, scrapes), daemon=True)
         scrape_thread.start()
         t0 = time.perf_counter()
         threads = [threading.Thread(target=worker, args=(n,)) for n in range(WORKERS)]

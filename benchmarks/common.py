@@ -119,3 +119,34 @@ def compile_packages() -> None:
     # not the sample project: it is data the demo copies, and the wheel test lists its files
     subprocess.run([sys.executable, "-m", "compileall", "-q", "-x", "sample_project", *dirs], check=True,
                    capture_output=True)
+
+
+def start_serve(cmd: list[str], root: str):
+    """`memhealth serve` for `root` on 127.0.0.1:0 with no export: (the process, its URL)."""
+    import subprocess
+
+    proc = subprocess.Popen(cmd + ["serve", "--project", root, "--listen", "127.0.0.1:0", "--no-export"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    if "listening on" not in first:
+        proc.kill()
+        raise RuntimeError(f"serve did not start: {first!r}")
+    return proc, first.split("listening on ", 1)[1].split()[0]
+
+
+def scrape_every_second(url: str, stop, scrapes: dict) -> None:
+    """GET `url`/metrics once a second until `stop` is set, as Prometheus would; counts go
+    into `scrapes` ({"ok", "failed", "seconds"})."""
+    import time
+    import urllib.request
+
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        try:
+            with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+                resp.read()
+            scrapes["ok"] += 1
+        except OSError:
+            scrapes["failed"] += 1
+        scrapes["seconds"].append(time.perf_counter() - t0)
+        stop.wait(1.0)
