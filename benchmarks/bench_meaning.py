@@ -24,7 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from common import floor, memhealth_cmd, pct, row, summary, time_cmd  # noqa: E402
+from common import compile_packages, floor, memhealth_cmd, pct, row, summary, time_cmd  # noqa: E402
 
 from tests.support import dnr_eval  # noqa: E402
 
@@ -77,6 +77,7 @@ def hook_times(url: str, tmp: str, repeat: int) -> list[dict]:
     from tests.conftest import clean_env
 
     root = _hook_project(tmp, url)
+    compile_packages()  # hook figures as an install runs them, not compiling per process
     cmd = memhealth_cmd() + ["hook", "prompt"]
     cases = [
         ("prompt hook, non-intent", "thanks, that looks right", {}),
