@@ -306,8 +306,7 @@ def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dic
 
     about = about_work(p.text)
     # "never written" is asked of the same sources rarity is measured over
-    by_source = corpus.curated if corpus.over == "curated" and corpus.n_docs < corpus.n_all else None
-    found = None if about else foreign_target(p.text, lambda words: docfreq.doc_freqs(conn, words, by_source))
+    found = None if about else foreign_target(p.text, lambda words: docfreq.doc_freqs(conn, words, corpus.by_source))
     if found is None and about is None:
         return offered
     kept = [o for o in offered if o[2] not in TARGET_BLOCKS]

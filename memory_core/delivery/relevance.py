@@ -57,9 +57,11 @@ class Corpus(Frozen):
     store (`n_all`) and those IDF is counted over (`n_docs`, `over`: "curated" or "all");
     whether that is a small corpus (overlap only); the gates in effect (`icfg`, after
     `rarity_floor`); every word's frequency over all chunks (`overall`); each word's IDF; the
-    retrieval words the store holds (`present`) and the rarest one's IDF (`top_idf`)."""
+    retrieval words the store holds (`present`) and the rarest one's IDF (`top_idf`); the
+    sources document frequency is asked over (`by_source`, None for every chunk)."""
 
-    __slots__ = ("curated", "n_all", "n_docs", "over", "small", "icfg", "overall", "idf", "present", "top_idf")
+    __slots__ = ("curated", "n_all", "n_docs", "over", "small", "icfg", "overall", "idf", "present", "top_idf",
+                 "by_source")
 
 
 def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
@@ -86,7 +88,7 @@ def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
     top_idf = round(max((idf[t] for t in present), default=0.0), 3)
     detail.update({"corpus": n_docs, "idf_over": over,
                    "small_corpus": small, "max_prompt_idf": top_idf})
-    return Corpus(curated, n_all, n_docs, over, small, icfg, overall, idf, present, top_idf)
+    return Corpus(curated, n_all, n_docs, over, small, icfg, overall, idf, present, top_idf, by_source)
 
 
 def rarity_floor(icfg: dict, n_docs: int, detail: dict | None = None) -> dict:
