@@ -305,8 +305,16 @@ def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dic
     from memory_core.delivery.target import about_work, foreign_target
 
     about = about_work(p.text)
-    # "never written" is asked of the same sources rarity is measured over
-    found = None if about else foreign_target(p.text, lambda words: docfreq.doc_freqs(conn, words, corpus.by_source))
+    # "never written" is asked of the same sources rarity is measured over; the names of what
+    # is offered are the project's own, wherever they are written (a component read from the
+    # code is in no chunk: "a NoCache middleware" names chi's NoCache, not another system)
+    own = _offered_words(offered)
+
+    def seen(words):
+        df = docfreq.doc_freqs(conn, [w for w in words if w not in own], corpus.by_source)
+        return {**df, **{w: 1 for w in words if w in own}}
+
+    found = None if about else foreign_target(p.text, seen)
     if found is None and about is None:
         return offered
     kept = [o for o in offered if o[2] not in TARGET_BLOCKS]
@@ -315,6 +323,19 @@ def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dic
         detail["reason"] = ("the prompt is work about what exists, not building it" if about
                             else "the prompt's target is another system")
     return kept
+
+
+def _offered_words(offered: list) -> frozenset:
+    """The lowercased word parts of the offered items' names and listed identifiers."""
+    from memory_core.delivery.target import name_parts
+
+    names = []
+    for arith, row, block, _e in offered:
+        if block == "code":
+            names += [row.name, *(row.words or ())]
+        elif block in TARGET_BLOCKS:
+            names += [arith.get("name") or "", *(arith.get("identifiers") or ())]
+    return frozenset(name_parts(names))
 
 
 def _meaning_gate(conn, cfg, p: Prompt, corpus: Corpus, offered: list, detail: dict, trace,

@@ -160,8 +160,8 @@ def _readings(words: list[str], theirs: bool = False):
             else:
                 checked = _parts(modifiers + [bare])
             yield _singular(bare), checked, _parts(words)
-        elif _FILE.fullmatch(bare):
-            yield "file", _parts([bare]), _parts(words)
+        elif _FILE.fullmatch(bare):  # its folders and extension name nothing: src/pool.py is pool
+            yield "file", [p for p in _parts([bare]) if p not in _TREE_PARTS], _parts(words)
         elif word.endswith("'s"):
             yield "owner", _parts([bare]), _parts(words)
 
@@ -170,7 +170,25 @@ def _readings(words: list[str], theirs: bool = False):
 # "via Fluentd"): a tool the project never names, written bare as a name is, is another
 # system's way of doing it
 INSTRUMENTS = frozenset({"with", "using", "via", "through"})
-MAX_INSTRUMENT = 3        # words of a tool's name read after its preposition
+MAX_INSTRUMENT = 2        # a tool's name is a word or two ("cron", "systemd timers"); a longer run
+                          # is what the thing has ("with whitelisted Content-Type headers")
+
+
+# A source tree's folders and a file's extension, in any project: they name no other system
+_TREE_PARTS = frozenset("""
+src lib libs pkg app apps internal util utils core common main index init py js ts tsx go rs rb
+java kt c h cpp md rst txt toml yaml yml json cfg ini
+""".split())
+
+
+def name_parts(names) -> list[str]:
+    """The parts `foreign_target` reads a name by: "NoCache" gives "nocache", "no" and
+    "cache"; "event_hooks" gives "event" and "hooks"."""
+    out = []
+    for name in names:
+        for word in _WORDS.findall(name or ""):
+            out += _parts([word]) + _parts(_CAMEL_SPLIT.split(word))
+    return out
 
 
 def instruments(prompt: str) -> list[tuple[str, list[str]]]:
@@ -186,11 +204,11 @@ def instruments(prompt: str) -> list[tuple[str, list[str]]]:
             if k < len(words) and words[k].lower() in DETERMINERS:
                 continue  # "with a --verbose flag": what the thing has, not a tool's name
             run = []
-            while k < len(words) and len(run) < MAX_INSTRUMENT and words[k].lower() not in _ENDS \
+            while k < len(words) and len(run) <= MAX_INSTRUMENT and words[k].lower() not in _ENDS \
                     and words[k].lower() not in DETERMINERS:
                 run.append(words[k])
                 k += 1
-            if run and not (k < len(words) and words[k].lower() in {"and", "or"}):
+            if run and len(run) <= MAX_INSTRUMENT and not (k < len(words) and words[k].lower() in {"and", "or"}):
                 out.append((" ".join(run), _parts(run)))  # "with nc and cnonce": a list of parts, no tool
     return out
 
@@ -220,14 +238,19 @@ def foreign_target(prompt: str, seen) -> dict | None:
         if len(parts) >= 2 and any(w[:1].isupper() and w.lower() not in DETERMINERS for w in shown[1:]):
             wholes.append((written, _singular(words[-1].removesuffix("'s")), parts))
     tools = [(written, parts) for written, parts in instruments(prompt) if parts]
-    if not (found or wholes or tools):
+    trees = [(path, parts) for path in paths(prompt[:2000])
+             if (parts := [p for p in _parts(re.split(r"[/._-]", path)) if p not in _TREE_PARTS])]
+    if not (found or wholes or tools or trees):
         return None
     asked = {p for _w, _h, checked, shown in found for p in checked + shown}
-    asked |= {p for _w, _h, parts in wholes for p in parts} | {p for _w, parts in tools for p in parts}
+    asked |= {p for _w, _h, parts in wholes for p in parts} | {p for _w, parts in tools + trees for p in parts}
     df = seen(sorted(asked))
     for written, head, checked, shown in found:
         if any(not df.get(p, 0) for p in checked):
             return {"phrase": written, "head": head, "unseen": [p for p in shown if not df.get(p, 0)]}
+    for path, parts in trees:  # "android/net/pool/": a tree the project never writes of
+        if any(not df.get(p, 0) for p in parts):
+            return {"phrase": path, "head": "path", "unseen": [p for p in parts if not df.get(p, 0)]}
     for written, head, parts in wholes:
         if not any(df.get(p, 0) for p in parts):
             return {"phrase": written, "head": head, "unseen": parts}
@@ -244,14 +267,14 @@ ABOUT = frozenset("""
 test tests benchmark benchmarks page docs documentation tutorial guide example examples
 warning warnings changelog comparison measurement measurements review writeup write-up
 note notes faq recipe cookbook section chapter paragraph article post readme slide slides
-sentence sentences pytest unittest testcase
+sentence sentences pytest unittest testcase translation reference advisory error
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
 TALKS = frozenset({"talk", "presentation", "slides", "blog", "newsletter", "podcast", "meetup", "keynote"})
 # An object qualified by one of these is a sample of a component, not the component ("an
 # example app that uses TestClient.websocket_connect")
-SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation"})
+SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog"})
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
 test explain
@@ -279,7 +302,22 @@ _BEHAVES = re.compile(
     r"(?:the|a|an|this|that|these|those|my|our|your|their|its)\s+[^?\n]{1,240}\?", re.I)
 # A prefix that files the request under docs or tests, as a commit subject does ("docs: add a
 # section to the lifespan page"), or a lead phrase naming such work before a colon
-_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo)(?:\([\w-]+\))?\s*:", re.I)
+_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo|fix|bug|regression|refactor|perf)(?:\([\w-]+\))?\s*:", re.I)
+# A prompt that says it asks for no change: "not asking for a change", "just answer",
+# "discussion only, no code"
+_DISCLAIMS = re.compile(
+    r"\bnot\s+asking\s+for\s+(?:a\s+|any\s+)?(?:change|code|fix|rewrite)s?\b"
+    r"|\bjust\s+(?:answer|explain|curious|asking|wondering|tell\s+me)\b"
+    r"|\b(?:discussion|question|explanation)\s+only\b"
+    r"|\bno\s+code\b(?=\s*(?:[.,;!)]|$|please|just))"
+    r"|\b(?:don't|do\s+not)\s+(?:change|touch|write|implement)\s+(?:anything|any\s+code)\b", re.I)
+# A path in a source tree ("tests/test_chunked.py", "docs/advanced/retries.md", "rust/svc/"):
+# a trailing slash, a file at its end, or three parts; "HTTP/2" and "and/or" are not paths
+_PATH = re.compile(r"(?<![\w:/.])(?:[\w.-]+/){1,8}(?:[\w-]+\.[A-Za-z]{1,6}\b|[\w.-]+/[\w.-]+\b)?"
+                   r"(?![\w/])|(?<![\w:/.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,6}\b")
+_ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
+                          "examples", "example", "benchmarks", "bench"})
+_ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")
 _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _OBJECT_ENDS = _ENDS | frozenset({"about", "how", "what", "why"})
 
@@ -299,6 +337,9 @@ def about_work(prompt: str) -> dict | None:
     asks = _ASKS_ABOUT.search(head)
     if asks:
         return {"asks": asks.group(0)}
+    disclaims = _DISCLAIMS.search(prompt[:2000])
+    if disclaims:
+        return {"disclaims": disclaims.group(0)}
     behaves = _BEHAVES.match(head)
     if behaves and not any(w.lower() in BUILD_VERBS for w in _WORDS.findall(prompt[behaves.end():2000])):
         return {"asks": behaves.group(0).strip()}
@@ -311,6 +352,9 @@ def about_work(prompt: str) -> dict | None:
                                                      or any(w.lower() in TALKS and lead_words[i - 1].lower() in DETERMINERS
                                                             for i, w in enumerate(lead_words) if i)):
         return {"filed": lead.strip()}
+    for path in paths(prompt[:2000]):
+        if path.split("/", 1)[0].lower() in _ABOUT_TREES or path.lower().endswith(_ABOUT_FILES):
+            return {"path": path}
     clauses = _CLAUSES.split(prompt[:2000])
     for n, clause in enumerate(clauses[:4]):
         words = _WORDS.findall(clause)
@@ -329,6 +373,8 @@ def about_work(prompt: str) -> dict | None:
         for at, word in enumerate(low[:12]):
             if word in ABOUT_VERBS and (at == 0 or low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}):
                 return {"verb": words[at]}
+            if word == "fix" and at and low[at - 1] in {"and", "then", "to", "please"}:
+                return {"verb": words[at]}  # "track down why and fix it": a bug in what exists
             if word not in BUILD_VERBS:
                 continue
             run = []  # the object, as written; its head is its last word's last part
@@ -342,4 +388,24 @@ def about_work(prompt: str) -> dict | None:
                         or any(w.lower() in SAMPLES for w in run[:-1])):
                 return {"object": " ".join(run)}
             return None
-    return None
+    return _only_asks(prompt[:2000])
+
+
+def _only_asks(text: str) -> dict | None:
+    """A question that asks for nothing to be built ("which one wins?", "is the body half
+    read?"): the prompt asks something and no build verb in it is said as a request."""
+    question = next((q for q in re.split(r"(?<=[.!?])\s+|\n+", text) if q.rstrip().endswith("?")), None)
+    if question is None:
+        return None
+    words = _WORDS.findall(text)
+    for at, word in enumerate(words):
+        if word.lower() in BUILD_VERBS and not (at and (words[at - 1].lower() in DETERMINERS
+                                                         or words[at - 1].lower() in PREPOSITIONS - {"to"}
+                                                         or words[at - 1].endswith("'s"))):
+            return None
+    return {"asks": question.strip()[:120]}
+
+
+def paths(text: str) -> list[str]:
+    """The paths of a source tree written in the text, as written."""
+    return [m.group(0) for m in _PATH.finditer(text)]

@@ -219,6 +219,7 @@ def test_an_instrument_the_project_never_names_is_another_system(prompt, phrase)
     "add retries with exponential backoff on 503",   # backoff is the project's word
     "stream the body with iter_content in chunks",   # an identifier it writes
     "build the pool with a per-host limit",          # a determiner, then its own words
+    "write a middleware that only allows requests with whitelisted Content-Type headers",  # what it has
 ])
 def test_an_instrument_the_project_writes_names_nothing(prompt):
     seen = _seen({"retries", "backoff", "stream", "body", "iter_content", "iter", "content", "chunks",
@@ -258,3 +259,76 @@ def test_a_request_or_a_proposal_put_as_a_question_is_not_held(prompt):
     from memory_core.delivery.target import about_work
 
     assert about_work(prompt) is None
+
+
+# Round 9, written from set 12's false fires (long prompts as typed deep in a session): a
+# prompt that says it asks for no change, a question that asks for nothing to be built, a
+# bug fix, a file of the docs or the tests, a path or a file of another tree. New sentences.
+
+@pytest.mark.parametrize("prompt", [
+    "how does the pool pick a connection when two hosts share an IP? not asking for a change.",
+    "the retry wrapper logs twice on 503, I think. Just answer: is that expected?",
+    "compare the redirect handling with curl's --location; discussion only, no code",
+])
+def test_a_prompt_that_says_it_asks_for_no_change_is_about_what_exists(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert "disclaims" in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "We vendor the client in a Go service. When the upstream closes early, is the body half read? I see EOFs.",
+    "my cookie jar has two entries for the same domain after a redirect; which one wins?",
+])
+def test_a_question_that_asks_for_nothing_to_be_built_is_about_what_exists(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert "asks" in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "the pool leaks a socket on cancel; could you write our own pool that doesn't?",   # a build, asked
+    "digest auth is missing. Can we get a DigestAuth class? implement it like the basic one",
+    "how hard would it be to implement our own SOCKS handshake?",                     # a proposal
+])
+def test_a_question_that_also_asks_for_a_build_is_not_held(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None
+
+
+@pytest.mark.parametrize("prompt, said", [
+    ("fix: the multipart boundary is quoted twice when a filename has a comma", {"filed": "fix:"}),
+    ("the redirect loop counter resets on 303. Track down why and fix it, with a regression check",
+     {"verb": "fix"}),
+    ("when the charset is unknown, raise a clear error naming the header instead of a KeyError",
+     {"object": "clear error"}),
+    ("the German translation of the proxies page is stale; sync it with the English one",
+     {"subject": "the German translation"}),
+    ("draft the advisory for the cookie leak across hosts, the patch comes later", {"object": "advisory"}),
+    ("add one changelog bullet for the timeout fix under Unreleased", {"object": "one changelog bullet"}),
+])
+def test_a_bug_fix_or_a_document_about_a_component_is_about_what_exists(prompt, said):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) == said
+
+
+@pytest.mark.parametrize("prompt, path", [
+    ("put a property check for chunked decoding in tests/test_chunked_fuzz.py", "tests/test_chunked_fuzz.py"),
+    ("the retries section of docs/advanced/retries.md still shows the old Retry import; update it",
+     "docs/advanced/retries.md"),
+])
+def test_a_file_of_the_docs_or_the_tests_is_about_what_exists(prompt, path):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) == {"path": path}
+
+
+def test_a_path_of_another_tree_is_another_system_and_the_projects_own_is_not():
+    seen = _seen({"client", "connection", "pool", "limits", "httpx", "transports", "default", "py", "proxy"})
+    found = foreign_target("the mobile build keeps its connection pool in android/net/pool/; cap it at 8", seen)
+    assert found is not None and found["phrase"] == "android/net/pool/" and found["head"] == "path", found
+    assert foreign_target("rewrite the connection pool in httpx/_transports/default.py", seen) is None
+    # a source tree's generic folders name no other system
+    assert foreign_target("write our own connection pool in src/pool.py", _seen({"connection", "pool", "py"})) is None
