@@ -78,7 +78,7 @@ def test_a_decision_said_in_three_places_is_delivered_by_its_words_rare_together
 
 
 def test_the_same_decision_in_other_words_is_delivered_too(store):
-    result, delivered = _decide(store, "store the payloads as JSON text rather than msgpack", "joint-2")
+    result, delivered = _decide(store, "encode job payloads as JSON instead of msgpack", "joint-2")
     assert "decision-msgpack" in delivered, result.detail
 
 
