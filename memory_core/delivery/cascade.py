@@ -245,7 +245,7 @@ def _lineage_leg(conn, p: Prompt, corpus: Corpus, legs: Legs, detail: dict, trac
     ms = (time.perf_counter() - t1) * 1000
     for row, _score in found:
         arith = relevance.relevance(p.toks, row, corpus.idf)
-        arith["passed"] = relevance.lineage_passes(arith, corpus, p.topic)
+        arith["passed"] = relevance.lineage_passes(arith, row, corpus, p.topic)
         legs.lineage.append((arith, row))
     return ms
 

@@ -141,16 +141,19 @@ def joint_of(arith: dict, corpus: Corpus, topic) -> dict | None:
     return got
 
 
-def lineage_passes(arith: dict, corpus: Corpus, topic) -> bool:
+def lineage_passes(arith: dict, row, corpus: Corpus, topic) -> bool:
     """The lineage gate for one retrieved candidate: `min_matches` prompt words, their IDF
-    sum at the threshold and one of them distinctive; or those words distinctive together
-    (`jointly_rare`); under MIN_IDF_CORPUS chunks the overlap count alone."""
+    sum at the threshold and one of them distinctive; or, for a decision record, those words
+    distinctive together (`jointly_rare`); under MIN_IDF_CORPUS chunks the overlap count
+    alone. A doc section is not asked: a long section (a changelog's) holds many words
+    together, so their joint rarity says little of what it is about (measured on the real
+    requests store: release-notes sections spoke on near misses)."""
     icfg = corpus.icfg
     if arith["matched"] < icfg["min_matches"]:
         return False
     if corpus.small or (arith["idf_sum"] >= icfg["idf_sum_threshold"] and arith["max_idf"] >= icfg["distinctive_idf"]):
         return True
-    return jointly_rare(arith, corpus, topic)
+    return lineage_allowed(row, "build") and jointly_rare(arith, corpus, topic)
 
 
 def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
