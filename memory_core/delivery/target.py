@@ -166,14 +166,45 @@ def _readings(words: list[str], theirs: bool = False):
             yield "owner", _parts([bare]), _parts(words)
 
 
+# Prepositions that name the instrument the work is done with ("with cron", "using Celery",
+# "via Fluentd"): a tool the project never names, written bare as a name is, is another
+# system's way of doing it
+INSTRUMENTS = frozenset({"with", "using", "via", "through"})
+MAX_INSTRUMENT = 3        # words of a tool's name read after its preposition
+
+
+def instruments(prompt: str) -> list[tuple[str, list[str]]]:
+    """What the work is done with, as (the name as written, its words' parts): "schedule it
+    with systemd timers every hour" gives ("systemd timers", ["systemd", "timers"])."""
+    out = []
+    for clause in _CLAUSES.split(prompt):
+        words = _WORDS.findall(clause)
+        for at, word in enumerate(words):
+            if word.lower() not in INSTRUMENTS:
+                continue
+            k = at + 1
+            if k < len(words) and words[k].lower() in DETERMINERS:
+                continue  # "with a --verbose flag": what the thing has, not a tool's name
+            run = []
+            while k < len(words) and len(run) < MAX_INSTRUMENT and words[k].lower() not in _ENDS \
+                    and words[k].lower() not in DETERMINERS:
+                run.append(words[k])
+                k += 1
+            if run and not (k < len(words) and words[k].lower() in {"and", "or"}):
+                out.append((" ".join(run), _parts(run)))  # "with nc and cnonce": a list of parts, no tool
+    return out
+
+
 def foreign_target(prompt: str, seen) -> dict | None:
     """The first phrase that names another system (`_readings`) by a word the project's text
-    never uses, or an exercise. `seen(words)` returns {word: document frequency} over the
-    project's chunks. None when the prompt names no such target."""
+    never uses, a phrase made only of such words ("the Jenkins JVM", whatever its head), an
+    instrument made only of such words ("with cron"), or an exercise. `seen(words)` returns
+    {word: document frequency} over the project's chunks. None when the prompt names no such
+    target."""
     lead = _WORDS.findall(prompt[:40])
     if lead and _singular(lead[0].lower()) in EXERCISES and prompt.lstrip()[len(lead[0]):].startswith(":"):
         return {"phrase": lead[0], "head": _singular(lead[0].lower()), "unseen": []}
-    found = []
+    found, wholes = [], []
     for written, words in phrases(prompt):
         practice = next((_singular(w) for w in words if _singular(w) in EXERCISES), None)
         if practice is not None:
@@ -182,12 +213,27 @@ def foreign_target(prompt: str, seen) -> dict | None:
             if checked is None:
                 return {"phrase": written, "head": head, "unseen": [], "owner": "their"}
             found.append((written, head, checked, shown))
-    if not found:
+        parts = _parts(words)
+        # a proper name: two words or more, one capitalised ("the Jenkins JVM"); one word
+        # unseen is too little ("for the UI"), and so are plain words ("the far side")
+        shown = written.split()
+        if len(parts) >= 2 and any(w[:1].isupper() and w.lower() not in DETERMINERS for w in shown[1:]):
+            wholes.append((written, _singular(words[-1].removesuffix("'s")), parts))
+    tools = [(written, parts) for written, parts in instruments(prompt) if parts]
+    if not (found or wholes or tools):
         return None
-    df = seen(sorted({p for _w, _h, checked, shown in found for p in checked + shown}))
+    asked = {p for _w, _h, checked, shown in found for p in checked + shown}
+    asked |= {p for _w, _h, parts in wholes for p in parts} | {p for _w, parts in tools for p in parts}
+    df = seen(sorted(asked))
     for written, head, checked, shown in found:
         if any(not df.get(p, 0) for p in checked):
             return {"phrase": written, "head": head, "unseen": [p for p in shown if not df.get(p, 0)]}
+    for written, head, parts in wholes:
+        if not any(df.get(p, 0) for p in parts):
+            return {"phrase": written, "head": head, "unseen": parts}
+    for written, parts in tools:
+        if not any(df.get(p, 0) for p in parts):
+            return {"phrase": written, "head": "instrument", "unseen": parts}
     return None
 
 
@@ -225,6 +271,12 @@ _ASKS_ABOUT = re.compile(
     r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|one)\s+(?:build|add|implement|create|write|make|use)\b"
     r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b",
     re.I)
+# A question about how a thing behaves, its subject a thing ("does a response hook that returns
+# None drop the response?"), not a request or a proposal put as one ("can you write …?",
+# "should we build …?", "is there a way to …?"), with no build verb in what follows it
+_BEHAVES = re.compile(
+    r"\s*(?:does|do|did|is|are|was|were|will|would|can|could|has|have)\s+"
+    r"(?:the|a|an|this|that|these|those|my|our|your|their|its)\s+[^?\n]{1,240}\?", re.I)
 # A prefix that files the request under docs or tests, as a commit subject does ("docs: add a
 # section to the lifespan page"), or a lead phrase naming such work before a colon
 _FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo)(?:\([\w-]+\))?\s*:", re.I)
@@ -247,6 +299,9 @@ def about_work(prompt: str) -> dict | None:
     asks = _ASKS_ABOUT.search(head)
     if asks:
         return {"asks": asks.group(0)}
+    behaves = _BEHAVES.match(head)
+    if behaves and not any(w.lower() in BUILD_VERBS for w in _WORDS.findall(prompt[behaves.end():2000])):
+        return {"asks": behaves.group(0).strip()}
     filed = _FILED.match(head)
     if filed:
         return {"filed": filed.group(0).strip()}

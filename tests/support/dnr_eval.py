@@ -19,7 +19,10 @@ round, asked for with `sets=(8,)`; 9 (tests/fixtures/realcorpus/prompts-heldout9
 sixth, frozen before the fifth tuning round, asked for with `sets=(9,)`; 10
 (tests/fixtures/realcorpus/prompts-heldout10.jsonl) a seventh, frozen before the sixth tuning
 round, asked for with `sets=(10,)`; 11 (tests/fixtures/realcorpus/prompts-heldout11.jsonl)
-another, frozen before the seventh tuning round, asked for with `sets=(11,)`. Labels
+another, frozen before the seventh tuning round, asked for with `sets=(11,)`; 12 and 13
+(tests/fixtures/realcorpus/prompts-heldout12.jsonl, -13) two more, frozen before the eighth
+tuning round's measurement (12 in long prompts as typed in a long session, 13 terse and
+irregular), asked for with `sets=(12,)` and `sets=(13,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -57,10 +60,13 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # holds set 7, the same kinds once more, frozen before the third tuning round;
 # prompts-heldout8.jsonl holds set 8, the same kinds, frozen before the fourth tuning round;
 # prompts-heldout9.jsonl holds set 9, the same kinds, frozen before the fifth tuning round;
-# prompts-heldout10.jsonl and -11 hold sets 10 and 11, frozen before the sixth and seventh rounds
+# prompts-heldout10.jsonl and -11 hold sets 10 and 11, frozen before the sixth and seventh rounds;
+# prompts-heldout12.jsonl and -13 hold sets 12 and 13, frozen before the eighth round's
+# measurement (12: long prompts as typed in a long session; 13: terse and irregular)
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
-                "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl")
+                "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
+                "prompts-heldout12.jsonl", "prompts-heldout13.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 

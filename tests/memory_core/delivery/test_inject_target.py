@@ -197,3 +197,64 @@ def test_a_qualifier_any_thing_may_have_names_no_system():
     seen = _seen({"proxy", "configuration", "command", "line", "client"})
     assert foreign_target("should we write our own proxy configuration that reads NO_PROXY", seen) is None
     assert foreign_target("should we write a new command line client with a --verbose flag", seen) is None
+
+
+# Round 8, written from the false fires left on the tuning sets (1-10): an instrument the
+# project never names, a phrase made only of words it never writes, a question about how a
+# thing behaves. The sentences are new; the forms are the sets'.
+
+@pytest.mark.parametrize("prompt, phrase", [
+    ("schedule the cache warm-up with systemd timers every hour", "systemd timers"),
+    ("retry the failed uploads using Temporal instead of a loop", "Temporal"),
+    ("ship the request logs via Fluentd to the log store", "Fluentd"),
+])
+def test_an_instrument_the_project_never_names_is_another_system(prompt, phrase):
+    seen = _seen({"cache", "warm", "up", "hour", "retry", "failed", "uploads", "loop", "request", "logs",
+                  "log", "store", "instead"})
+    found = foreign_target(prompt, seen)
+    assert found is not None and found["phrase"] == phrase and found["head"] == "instrument", found
+
+
+@pytest.mark.parametrize("prompt", [
+    "add retries with exponential backoff on 503",   # backoff is the project's word
+    "stream the body with iter_content in chunks",   # an identifier it writes
+    "build the pool with a per-host limit",          # a determiner, then its own words
+])
+def test_an_instrument_the_project_writes_names_nothing(prompt):
+    seen = _seen({"retries", "backoff", "stream", "body", "iter_content", "iter", "content", "chunks",
+                  "build", "pool", "per", "host", "limit"})
+    assert foreign_target(prompt, seen) is None
+
+
+def test_a_phrase_of_words_the_project_never_writes_is_another_system_whatever_its_head():
+    seen = _seen({"proxy", "settings", "keytool", "certificate", "bundle", "ca", "verification"})
+    found = foreign_target("CA bundle verification: the Gradle JVM needs our proxy settings", seen)
+    assert found == {"phrase": "the Gradle JVM", "head": "jvm", "unseen": ["gradle", "jvm"]}, found
+    # one unseen word alone is not a system: "for the UI" may be the project's, said once
+    assert foreign_target("add a retry counter for the UI", _seen({"retry", "counter"})) is None
+
+
+@pytest.mark.parametrize("prompt, asks", [
+    ("does a redirect that changes the host keep the Authorization header? I see it sent twice",
+     "does a redirect that changes the host keep the Authorization header?"),
+    ("is the connection pool shared between threads when the client is global?",
+     "is the connection pool shared between threads when the client is global?"),
+    ("do these event hooks run before or after raise_for_status?", "do these event hooks run before or after raise_for_status?"),
+])
+def test_a_question_about_how_a_thing_behaves_is_about_what_exists(prompt, asks):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) == {"asks": asks}
+
+
+@pytest.mark.parametrize("prompt", [
+    "can you write a retry wrapper that backs off on 503?",      # a request, put as a question
+    "should we build our own connection pool?",                   # a proposal, put as a question
+    "is there a way to add a per-host connection limit?",          # whether it exists: worth a block
+    "does it make sense to write a new digest auth class?",
+    "does the client retry on 503? if not, add a Retry wrapper with backoff",  # then asks for it
+])
+def test_a_request_or_a_proposal_put_as_a_question_is_not_held(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None
