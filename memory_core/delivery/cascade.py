@@ -148,7 +148,14 @@ def _score_entries(conn, p: Prompt, corpus: Corpus, detail: dict) -> Legs:
         detail["new_instance"] = [{"name": a["name"], "words": a["new_instance"]}
                                   for a in legs.instances[:MAX_ITEMS]]
         legs.dnr = [(a, r) for a, r in legs.dnr if a["written"]]
-    legs.dnr.sort(key=lambda s: (not s[0]["written"], not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
+    # Where joint rarity acts, a name said in words the store says together in more than
+    # RARE_DF places ("queues and dead letters": six chunks) singles the entry out less than
+    # words found together only in another entry: that one ranks first.
+    for a, _r in legs.dnr:
+        if a["named"] and not a["written"]:
+            relevance.joint_of(a, corpus, p.topic)
+    legs.dnr.sort(key=lambda s: (not s[0]["written"], s[0].get("joint", {}).get("rare") is False,
+                                 not s[0]["named"], -s[0]["name_cover"], -s[0]["idf_sum"]))
     return legs
 
 
@@ -174,13 +181,18 @@ def _record_entries(legs: Legs, detail: dict, span) -> None:
     detail.update({"inventory": len(legs.profiles), "dnr_passed": len(legs.dnr)})
     if legs.dead_ends:
         detail["dead_end"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
-                               "named": a["named"]} for a, _r in legs.dead_ends[:MAX_ITEMS]]
+                               "named": a["named"], **_joint(a)} for a, _r in legs.dead_ends[:MAX_ITEMS]]
     span.update({"memhealth.relevance.inventory": len(legs.profiles),
                  "memhealth.relevance.dnr_passed": len(legs.dnr)})
     if legs.dnr:
         detail["dnr"] = [{"name": a["name"], "matched": a["matched"], "idf_sum": a["idf_sum"],
-                          "name_cover": a["name_cover"], "identifiers": a["identifiers"]}
+                          "name_cover": a["name_cover"], "identifiers": a["identifiers"], **_joint(a)}
                          for a, _r in legs.dnr[:MAX_ITEMS]]
+
+
+def _joint(arith: dict) -> dict:
+    """The joint-rarity arithmetic of a candidate that was asked it (relevance.Joint)."""
+    return {"joint": arith["joint"]} if "joint" in arith else {}
 
 
 def _code_leg(conn, p: Prompt, corpus: Corpus, legs: Legs, detail: dict, trace) -> None:
@@ -199,9 +211,12 @@ def _code_leg(conn, p: Prompt, corpus: Corpus, legs: Legs, detail: dict, trace) 
 
 def _worth_retrieving(corpus: Corpus, legs: Legs) -> bool:
     """Cheapest first: without one distinctive prompt token the lineage gate cannot pass, and
-    with nothing from the entry or code leg there is nothing to find evidence for."""
+    with nothing from the entry or code leg there is nothing to find evidence for. Where
+    joint rarity acts (a store of a few dozen chunks), `min_matches` + 1 words in the store
+    may be distinctive together."""
     return bool(legs.dnr or legs.dead_ends or legs.code or corpus.small
-                or corpus.top_idf >= corpus.icfg["distinctive_idf"])
+                or corpus.top_idf >= corpus.icfg["distinctive_idf"]
+                or (corpus.joint is not None and len(corpus.present) > corpus.icfg["min_matches"]))
 
 
 def _silent(p: Prompt, corpus: Corpus, detail: dict, span) -> None:
@@ -214,7 +229,6 @@ def _silent(p: Prompt, corpus: Corpus, detail: dict, span) -> None:
 def _lineage_leg(conn, p: Prompt, corpus: Corpus, legs: Legs, detail: dict, trace) -> float:
     """Leg 2, lineage and evidence: BM25 over the curated sources, each candidate gated by
     rare words. Returns the milliseconds retrieval took."""
-    icfg = corpus.icfg
     query = [t for t in corpus.present if corpus.small or corpus.idf[t] >= relevance.MIN_QUERY_IDF]
     if corpus.n_all > relevance.BM25_UNBOUNDED_MAX:
         query, left_out = relevance.bounded_query(conn, query, corpus.overall)
@@ -231,9 +245,7 @@ def _lineage_leg(conn, p: Prompt, corpus: Corpus, legs: Legs, detail: dict, trac
     ms = (time.perf_counter() - t1) * 1000
     for row, _score in found:
         arith = relevance.relevance(p.toks, row, corpus.idf)
-        arith["passed"] = arith["matched"] >= icfg["min_matches"] and (
-            corpus.small or (arith["idf_sum"] >= icfg["idf_sum_threshold"]
-                             and arith["max_idf"] >= icfg["distinctive_idf"]))
+        arith["passed"] = relevance.lineage_passes(arith, row, corpus, p.topic)
         legs.lineage.append((arith, row))
     return ms
 
@@ -251,6 +263,12 @@ def _tally(p: Prompt, legs: Legs, detail: dict, span) -> tuple[list, list, int]:
     best = first[0][0] if first else max(pool, key=lambda a: a["idf_sum"], default=None)
     passed = len(legs.dnr) + len(legs.dead_ends) + len(threads) + (legs.code is not None)
     detail.update({"candidates": len(legs.lineage), "passed": passed})
+    # which words were distinctive together, in how many chunks: the first item that passed
+    # by them, else the best candidate's refusal
+    by_joint = [a for a, _r in legs.dead_ends + legs.dnr + threads if a.get("joint", {}).get("rare")]
+    joint = by_joint[0]["joint"] if by_joint else (best or {}).get("joint")
+    if joint is not None:
+        detail["joint"] = joint
     if best is not None:
         detail.update({"matched": best["matched"], "idf_sum": best["idf_sum"], "max_idf": best["max_idf"]})
         span.update({"memhealth.relevance.matched": best["matched"],
@@ -363,7 +381,7 @@ def _deliver(chosen: list, p: Prompt, icfg: dict, detail: dict, retrieval_ms: fl
     from memory_core.delivery import blocks
 
     text = blocks.render(chosen, p.intent, icfg["max_chars"])
-    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"],
+    detail["items"] = [{"chunk_id": a["chunk_id"], "block": b, "idf_sum": a["idf_sum"], **_joint(a),
                         **({"code_id": a["code_id"]} if b == "code" else {}),
                         **({"cosine": a["cosine"]} if "cosine" in a else {})} for a, _r, b, _e in chosen]
     if icfg["mode"] == "off":

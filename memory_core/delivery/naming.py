@@ -23,6 +23,8 @@ from memory_core.index import fts
 INSTANCE_WORDS = frozenset({"new", "another", "additional", "extra"})
 KIND_WORDS = frozenset({"custom", "own"})
 INDEFINITE = frozenset({"a", "an"})
+# Words ending in -ing that are nouns, never a participle taking an object.
+ING_NOUNS = frozenset({"string", "spring", "ring", "king", "wing", "ceiling", "morning", "evening", "during"})
 
 
 def name_cover(prompt_stems: set[str], name: str) -> float:
@@ -88,7 +90,9 @@ def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) ->
     "MessagePack response class") names an instance the inventory does not list; "a new",
     "another", or "a custom" right after the intent verb ("write a custom middleware") ask
     for one more — unless the entry is one thing, named in the singular, and the prompt says
-    its whole name ("a new command line client" is that client again). A qualifier this entry lists ("CORS middleware", "signed cookie session
+    its whole name ("a new command line client" is that client again). A participle taking the
+    head as its object ("a unix socket listing queues") is a verb, not a qualifier
+    (`_object_of_participle`). A qualifier this entry lists ("CORS middleware", "signed cookie session
     middleware") is a listed instance, a re-proposal; one another entry lists ("SOCKS proxy
     support" beside "HTTP/2 support") is that entry's business. Returns the qualifying
     words that make it new, or None."""
@@ -101,6 +105,7 @@ def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) ->
                 if s != head:
                     continue
                 run, before, verb = _qualifiers(clause, at, word)
+                run = _object_of_participle(run, before, clause[at][1], s)
                 unknown = [p for ks, p in run if p not in INSTANCE_WORDS | KIND_WORDS and not _known(ks, inventory)]
                 # "custom" in an entry's text ("custom SSL contexts") names no listed instance
                 specific = [p for ks, p in run if ks not in name_stems and p not in INSTANCE_WORDS | KIND_WORDS
@@ -116,6 +121,26 @@ def new_instance(said: Said, name: str, vocab: set[str], inventory: set[str]) ->
                 if unknown or (asks and not specific and not elsewhere and not again):
                     return " ".join(p for _s, p in reversed(run))
     return None
+
+
+def _participle(word: str) -> bool:
+    return len(word) >= 5 and word.endswith("ing") and word not in ING_NOUNS
+
+
+def _object_of_participle(run: list, before: str | None, head_word: str, head: str) -> list:
+    """The qualifiers left when a participle takes the head as its object: in "a unix socket
+    listing queues" the article cannot open a phrase whose head is plural, so "a unix socket"
+    is one noun phrase and "listing queues" a verb with its object; what stands between the
+    participle and the head still qualifies it ("listing stuck queues": stuck). A participle
+    that agrees ("a rate limiting queue", "rate limiting queues") stays a qualifier: nothing
+    says it is a verb."""
+    plural = head_word.endswith("s") and head != head_word
+    if before not in INDEFINITE or not plural:
+        return run
+    for k, (_ks, kp) in enumerate(run):
+        if k + 1 < len(run) and _participle(kp):  # a noun before it: "socket listing", not "a listing"
+            return run[:k]
+    return run
 
 
 def _qualifiers(clause, at: int, word: int) -> tuple[list, str | None, bool]:

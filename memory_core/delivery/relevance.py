@@ -10,7 +10,9 @@ Relevance needs rare words shared on word boundaries: at least `min_matches` pro
 found in the item, their summed IDF at least `idf_sum_threshold`, and one of them at least
 `distinctive_idf`. IDF is counted over the curated sources once they hold MIN_IDF_CORPUS
 chunks, else over the whole index; below MIN_IDF_CORPUS chunks in all only the overlap count
-applies (as in the paper's reference harness).
+applies (as in the paper's reference harness). On a store where the rarity floor acts,
+`min_matches` + 1 matched words found together in at most RARE_DF chunks count as
+distinctive too (`Joint`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,14 @@ MAX_EVIDENCE = 2
 # enough. Above ~100 chunks the floor is below the configured values and changes nothing.
 RARE_DF = 2
 
+# Joint rarity. A topic is often said in three places (its inventory entry, the confirmed
+# record about it, the doc section on it), so none of its words is as rare as RARE_DF asks,
+# while its words said together are: what the floor asks of one word is asked of
+# `min_matches` + 1 words at once (all of them in at most RARE_DF chunks). It acts where the
+# floor does (`joint_in_effect`), costs one MATCH per candidate asked, and at most
+# MAX_JOINT_ASKS per prompt (the store is then a few dozen chunks: each MATCH reads little).
+MAX_JOINT_ASKS = 24
+
 
 class Corpus(Frozen):
     """How rare the prompt's words are, measured once per prompt (`measure`); frozen. The
@@ -58,10 +68,92 @@ class Corpus(Frozen):
     whether that is a small corpus (overlap only); the gates in effect (`icfg`, after
     `rarity_floor`); every word's frequency over all chunks (`overall`); each word's IDF; the
     retrieval words the store holds (`present`) and the rarest one's IDF (`top_idf`); the
-    sources document frequency is asked over (`by_source`, None for every chunk)."""
+    sources document frequency is asked over (`by_source`, None for every chunk); how many
+    chunks hold a candidate's words together (`joint`, a `Joint`; None where the rarity
+    floor does not act)."""
 
     __slots__ = ("curated", "n_all", "n_docs", "over", "small", "icfg", "overall", "idf", "present", "top_idf",
-                 "by_source")
+                 "by_source", "joint")
+
+
+class Joint:
+    """How many chunks hold a candidate's matched words all together, asked of the store
+    once per set of words (one FTS5 MATCH of the words joined by AND) and at most
+    MAX_JOINT_ASKS times per prompt:
+
+        joint = Joint(conn, ("memory", "docs", "ledger"), min_matches=2)
+        joint.ask(["payloads", "msgpack", "json"])
+        # {"words": [...], "chunks": 1, "rare_df": 2, "rare": True}
+
+    Fewer than `min_matches` + 1 words are not asked (None): two words together in two
+    chunks say no more than the floor already reads from each."""
+
+    __slots__ = ("conn", "sources", "need", "seen")
+
+    def __init__(self, conn, sources, min_matches: int):
+        self.conn, self.sources, self.need, self.seen = conn, sources, min_matches + 1, {}
+
+    def ask(self, toks) -> dict | None:
+        toks = list(dict.fromkeys(toks))
+        if len(toks) < self.need:
+            return None
+        key = frozenset(toks)
+        if key not in self.seen:
+            if len(self.seen) >= MAX_JOINT_ASKS:
+                return None
+            n = docfreq.joint_freq(self.conn, toks, self.sources)
+            self.seen[key] = {"words": toks, "chunks": n, "rare_df": RARE_DF,
+                              "rare": n is not None and n <= RARE_DF}
+        return self.seen[key]
+
+
+def joint_in_effect(icfg: dict, n_docs: int) -> bool:
+    """Joint rarity acts on the stores the rarity floor lowers the gates for: from
+    MIN_IDF_CORPUS chunks to where a word in RARE_DF chunks reaches the configured gates
+    (about 100 chunks with the defaults)."""
+    return rarity_floor(icfg, n_docs) is not icfg
+
+
+def jointly_rare(arith: dict, corpus: Corpus, topic) -> bool:
+    """Do the candidate's matched words (the prompt's topic words only, none in more than
+    ~60% of chunks) pass as distinctive together? Asked only of a candidate the gates
+    refused whose IDF sum reaches the threshold; the answer, with its arithmetic, goes into
+    `arith["joint"]`."""
+    if corpus.joint is None or corpus.small or arith["idf_sum"] < corpus.icfg["idf_sum_threshold"]:
+        return False
+    got = joint_of(arith, corpus, topic)
+    return got is not None and got["rare"]
+
+
+def joint_of(arith: dict, corpus: Corpus, topic) -> dict | None:
+    """In how many chunks the candidate's matched topic words (none in more than ~60% of
+    chunks) are together (`Joint.ask`), kept in `arith["joint"]`; None where joint rarity
+    does not act or too few words matched."""
+    if corpus.joint is None or corpus.small:
+        return None
+    if "joint" in arith:
+        return arith["joint"]
+    topic = set(topic)
+    toks = [t for t in arith["matched_tokens"] if t in topic and corpus.idf.get(t, 0.0) >= MIN_QUERY_IDF]
+    got = corpus.joint.ask(toks)
+    if got is not None:
+        arith["joint"] = got
+    return got
+
+
+def lineage_passes(arith: dict, row, corpus: Corpus, topic) -> bool:
+    """The lineage gate for one retrieved candidate: `min_matches` prompt words, their IDF
+    sum at the threshold and one of them distinctive; or, for a decision record, those words
+    distinctive together (`jointly_rare`); under MIN_IDF_CORPUS chunks the overlap count
+    alone. A doc section is not asked: a long section (a changelog's) holds many words
+    together, so their joint rarity says little of what it is about (measured on the real
+    requests store: release-notes sections spoke on near misses)."""
+    icfg = corpus.icfg
+    if arith["matched"] < icfg["min_matches"]:
+        return False
+    if corpus.small or (arith["idf_sum"] >= icfg["idf_sum_threshold"] and arith["max_idf"] >= icfg["distinctive_idf"]):
+        return True
+    return lineage_allowed(row, "build") and jointly_rare(arith, corpus, topic)
 
 
 def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
@@ -80,7 +172,9 @@ def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
     else:
         by_source = curated if n_docs < n_all else None  # all curated: the cheap count
     small = n_docs < MIN_IDF_CORPUS
-    icfg = rarity_floor(icfg, n_docs, detail)
+    floored = rarity_floor(icfg, n_docs, detail)
+    joint = Joint(conn, by_source, icfg["min_matches"]) if floored is not icfg else None
+    icfg = floored
     overall: dict[str, int] = {}
     df = docfreq.doc_freqs(conn, list(dict.fromkeys(p.toks + p.topic)), by_source, overall)
     idf = {t: fts.idf(n_docs, n) for t, n in df.items()}
@@ -88,7 +182,7 @@ def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
     top_idf = round(max((idf[t] for t in present), default=0.0), 3)
     detail.update({"corpus": n_docs, "idf_over": over,
                    "small_corpus": small, "max_prompt_idf": top_idf})
-    return Corpus(curated, n_all, n_docs, over, small, icfg, overall, idf, present, top_idf, by_source)
+    return Corpus(curated, n_all, n_docs, over, small, icfg, overall, idf, present, top_idf, by_source, joint)
 
 
 def rarity_floor(icfg: dict, n_docs: int, detail: dict | None = None) -> dict:
@@ -154,6 +248,8 @@ def entry_relevance(p: Prompt, entry: Entry, corpus: Corpus, inventory: set[str]
     distinctive = sum(1 for t in arith["matched_tokens"] if idf.get(t, 0.0) >= icfg["distinctive_idf"])
     rare = arith["matched"] >= need if corpus.small else (
         distinctive >= need and arith["idf_sum"] >= icfg["idf_sum_threshold"])
+    if not rare and not named:  # or words rare only together (a topic said in three places)
+        rare = jointly_rare(arith, corpus, p.topic)
     # a dead end is one thing that was tried, not a category with members
     instance = None if entry.block == "dead_end" else new_instance(
         said, entry_name(row), entry.words, inventory)

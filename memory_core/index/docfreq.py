@@ -3,6 +3,7 @@ size of the store.
 
     n = chunk_count(conn, ("memory", "docs"))            # kept on write: one indexed read
     df = doc_freqs(conn, ["wal", "snapshot"], ("memory", "docs"))   # {'wal': 12, 'snapshot': 93102}
+    joint_freq(conn, ["wal", "snapshot"], ("memory", "docs"))       # 3: chunks holding both
 
 Counting is what grew with the store: `count(*)` over `chunks` was 26 ms at 1M chunks, over
 the curated sources 59 ms, and an exact frequency is O(the word's frequency): 56 ms for a
@@ -108,6 +109,18 @@ def matches_upto(conn, token: str, cap: int) -> int:
     (n,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? "
                         "LIMIT ?)", (query, cap)).fetchone()
     return n
+
+
+def joint_freq(conn, tokens, sources=None) -> int | None:
+    """How many chunks from `sources` (None: every source) hold every one of `tokens`: one
+    MATCH of the words joined by AND, reading at most COMMON postings of the result (as
+    `doc_freqs` does for one word). None when COMMON or more chunks hold them all (then only
+    "at least that many" is known), 0 for no usable token."""
+    query = fts.match_query(list(tokens), "AND")
+    if not query:
+        return 0
+    n, mine = _capped(conn, query, sources)
+    return mine if n < COMMON else None
 
 
 def fresh(df: int, then: int, now: int) -> bool:
