@@ -169,7 +169,9 @@ def _readings(words: list[str], theirs: bool = False):
 # Prepositions that name the instrument the work is done with ("with cron", "using Celery",
 # "via Fluentd"): a tool the project never names, written bare as a name is, is another
 # system's way of doing it
-INSTRUMENTS = frozenset({"with", "using", "via", "through"})
+# "through" is left out: it says where traffic goes ("talk through Tor"), which a proxy
+# feature of the project's own names
+INSTRUMENTS = frozenset({"with", "using", "via"})
 MAX_INSTRUMENT = 2        # a tool's name is a word or two ("cron", "systemd timers"); a longer run
                           # is what the thing has ("with whitelisted Content-Type headers")
 

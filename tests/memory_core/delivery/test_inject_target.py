@@ -220,10 +220,11 @@ def test_an_instrument_the_project_never_names_is_another_system(prompt, phrase)
     "stream the body with iter_content in chunks",   # an identifier it writes
     "build the pool with a per-host limit",          # a determiner, then its own words
     "write a middleware that only allows requests with whitelisted Content-Type headers",  # what it has
+    "the client can't reach hosts through Privoxy: build the proxy tunnel into the transport",  # a route
 ])
 def test_an_instrument_the_project_writes_names_nothing(prompt):
     seen = _seen({"retries", "backoff", "stream", "body", "iter_content", "iter", "content", "chunks",
-                  "build", "pool", "per", "host", "limit"})
+                  "build", "pool", "per", "host", "limit", "client", "hosts", "proxy", "tunnel", "transport"})
     assert foreign_target(prompt, seen) is None
 
 
