@@ -314,15 +314,17 @@ TARGET_BLOCKS = frozenset({"dnr", "code"})
 def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dict) -> list:
     """A DO-NOT-REBUILD (an entry's or a component's from the code) is held when the prompt is
     work about what exists (a test, a docs page, a benchmark of it; a question about why it
-    was built) or its target is another system ("... to the S3 backup script"): read by
-    memory_core.delivery.target, in both modes, before any embedding is asked. What was read
-    (the phrase, its head, the words the project has never written) goes into the decision
-    row; none left is recorded as the reason."""
-    if corpus.icfg.get("foreign_target", "on") != "on" or not any(b in TARGET_BLOCKS for _a, _r, b, _e in offered):
+    was built), and every block when its target is another system ("... to the S3 backup
+    script"): read by memory_core.delivery.target, in both modes, before any embedding is
+    asked. What was read (the phrase, its head, the words the project has never written)
+    goes into the decision row; none left is recorded as the reason."""
+    if corpus.icfg.get("foreign_target", "on") != "on" or not offered:
         return offered
     from memory_core.delivery.target import about_work, foreign_target
 
     about = about_work(p.text)
+    if about and not any(b in TARGET_BLOCKS for _a, _r, b, _e in offered):
+        return offered  # a test or a docs page of what exists wants its decisions and dead ends
     # "never written" is asked of the same sources rarity is measured over; the names of what
     # is offered are the project's own, wherever they are written (a component read from the
     # code is in no chunk: "a NoCache middleware" names chi's NoCache, not another system)
@@ -335,7 +337,9 @@ def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dic
     found = None if about else foreign_target(p.text, seen)
     if found is None and about is None:
         return offered
-    kept = [o for o in offered if o[2] not in TARGET_BLOCKS]
+    # another system's work: none of this project's memory is about it, a dead end or a
+    # decision no more than a component; work about what exists still wants its records
+    kept = [o for o in offered if o[2] not in TARGET_BLOCKS] if about else []
     detail["about" if about else "target"] = {**(about or found), "held": len(offered) - len(kept)}
     if not kept:
         detail["reason"] = ("the prompt is work about what exists, not building it" if about

@@ -90,12 +90,13 @@ def _singular(word: str) -> str:
     return word
 
 
-def phrases(prompt: str) -> list[tuple[str, list[str]]]:
+def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str]]]:
     """The noun phrases that say where the work goes or what it is about: each after a
     preposition, and a clause's subject when it opens with a determiner ("the notebook does
     streaming downloads", "their library gets digest auth wrong"). As (the phrase as written,
     its words lowercased): "to the S3 backup script" gives ("the S3 backup script", ["s3",
-    "backup", "script"])."""
+    "backup", "script"]). `objects`, when given, gets the phrases read as a build verb's
+    object."""
     out = []
     lead, colon, _rest = prompt.partition(":")
     lead_words = _WORDS.findall(lead)
@@ -125,6 +126,8 @@ def phrases(prompt: str) -> list[tuple[str, list[str]]]:
             if run:
                 written = " ".join(([words[at + 1]] if det else []) + run)
                 out.append((written, [w.lower() for w in run]))
+                if objects is not None and at >= 0 and words[at].lower() in BUILD_VERBS:
+                    objects.add(written)
     return out
 
 
@@ -141,11 +144,13 @@ def _parts(words) -> list[str]:
                    if not p.isdigit() and p not in GENERIC and p not in STOPWORDS})
 
 
-def _readings(words: list[str], theirs: bool = False):
+def _readings(words: list[str], theirs: bool = False, built: bool = False):
     """What in one phrase may name another system, as (head, the words that must include one
     the project never writes, every word shown): each system noun in it, with the words
     before it as its modifiers ("the S3 backup script": script, by s3 and backup); a file name
-    ("our deploy.sh"); an owner ("aiohttp's TCPConnector")."""
+    ("our deploy.sh"); an owner ("aiohttp's TCPConnector"). A build verb's object (`built`)
+    is what is built, not where: its head counts only as a shared head does ("write a small
+    daemon listing queues" may be the project's own daemon; "a Go daemon" is not)."""
     for at, word in enumerate(words):
         bare = word.removesuffix("'s")
         if _singular(bare) in SYSTEMS:
@@ -155,7 +160,7 @@ def _readings(words: list[str], theirs: bool = False):
                 continue
             if word.endswith("'s"):  # an owner: its words and those of what it owns
                 checked = _parts(modifiers + words[at + 1:])
-            elif _singular(bare) in SHARED_HEADS:
+            elif _singular(bare) in SHARED_HEADS or built:
                 checked = _parts(modifiers) if modifiers else _parts([bare])
             else:
                 checked = _parts(modifiers + [bare])
@@ -224,12 +229,12 @@ def foreign_target(prompt: str, seen) -> dict | None:
     lead = _WORDS.findall(prompt[:40])
     if lead and _singular(lead[0].lower()) in EXERCISES and prompt.lstrip()[len(lead[0]):].startswith(":"):
         return {"phrase": lead[0], "head": _singular(lead[0].lower()), "unseen": []}
-    found, wholes = [], []
-    for written, words in phrases(prompt):
+    found, wholes, objects = [], [], set()
+    for written, words in phrases(prompt, objects):
         practice = next((_singular(w) for w in words if _singular(w) in EXERCISES), None)
         if practice is not None:
             return {"phrase": written, "head": practice, "unseen": []}
-        for head, checked, shown in _readings(words, written.lower().startswith("their ")):
+        for head, checked, shown in _readings(words, written.lower().startswith("their "), written in objects):
             if checked is None:
                 return {"phrase": written, "head": head, "unseen": [], "owner": "their"}
             found.append((written, head, checked, shown))

@@ -333,3 +333,12 @@ def test_a_path_of_another_tree_is_another_system_and_the_projects_own_is_not():
     assert foreign_target("rewrite the connection pool in httpx/_transports/default.py", seen) is None
     # a source tree's generic folders name no other system
     assert foreign_target("write our own connection pool in src/pool.py", _seen({"connection", "pool", "py"})) is None
+
+
+def test_a_build_verbs_object_is_what_is_built_not_where():
+    # "a daemon" the project never wrote of may be its own thing built again; a modifier it
+    # never writes still makes it another system's
+    seen = _seen({"queues", "unix", "socket", "depth", "small", "listing"})
+    assert foreign_target("write a small daemon listing queues over a unix socket", seen) is None
+    assert foreign_target("write a Rust daemon listing queues over a unix socket", seen)["head"] == "daemon"
+    assert foreign_target("add queue depth to the daemon", seen)["head"] == "daemon"  # a place, not an object

@@ -102,3 +102,12 @@ def test_a_subsystem_named_by_words_rare_only_together_is_delivered(store):
     assert "admin-api" in delivered, result.detail
     assert "new_instance" not in result.detail
     assert result.detail["dnr"][0]["joint"]["chunks"] <= relevance.RARE_DF
+
+
+def test_another_systems_work_holds_a_dead_end_as_well_as_a_do_not_rebuild(store):
+    # written for this test: the dead end's own words, aimed at another program
+    here, delivered = _decide(store, "use LISTEN/NOTIFY to wake idle workers in our queue", "t-here")
+    there, _ = _decide(store, "use LISTEN/NOTIFY to wake idle workers of the Django mailer app", "t-there")
+    assert "deadend-listen-notify" in delivered, here.detail
+    assert there.outcome != "injected", there.detail
+    assert there.detail["target"]["phrase"] == "the Django mailer app" and there.detail["target"]["held"] >= 1
