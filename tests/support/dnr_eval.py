@@ -22,7 +22,9 @@ round, asked for with `sets=(10,)`; 11 (tests/fixtures/realcorpus/prompts-heldou
 another, frozen before the seventh tuning round, asked for with `sets=(11,)`; 12 and 13
 (tests/fixtures/realcorpus/prompts-heldout12.jsonl, -13) two more, frozen before the eighth
 tuning round's measurement (12 in long prompts as typed in a long session, 13 terse and
-irregular), asked for with `sets=(12,)` and `sets=(13,)`. Labels
+irregular), asked for with `sets=(12,)` and `sets=(13,)`; 14
+(tests/fixtures/realcorpus/prompts-heldout14.jsonl) another in long prompts, frozen before the
+ninth tuning round's measurement, asked for with `sets=(14,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -62,11 +64,13 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-heldout9.jsonl holds set 9, the same kinds, frozen before the fifth tuning round;
 # prompts-heldout10.jsonl and -11 hold sets 10 and 11, frozen before the sixth and seventh rounds;
 # prompts-heldout12.jsonl and -13 hold sets 12 and 13, frozen before the eighth round's
-# measurement (12: long prompts as typed in a long session; 13: terse and irregular)
+# measurement (12: long prompts as typed in a long session; 13: terse and irregular);
+# prompts-heldout14.jsonl holds set 14, long prompts again, frozen before the ninth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
-                "prompts-heldout12.jsonl", "prompts-heldout13.jsonl")
+                "prompts-heldout12.jsonl", "prompts-heldout13.jsonl",
+                "prompts-heldout14.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
