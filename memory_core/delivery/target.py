@@ -185,7 +185,36 @@ MAX_INSTRUMENT = 2        # a tool's name is a word or two ("cron", "systemd tim
 _TREE_PARTS = frozenset("""
 src lib libs pkg app apps internal util utils core common main index init py js ts tsx go rs rb
 java kt c h cpp md rst txt toml yaml yml json cfg ini
+pyproject setup tox noxfile conftest requirements manifest makefile readme changelog license
+contributing
 """.split())
+
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_REFERS = frozenset({"it", "them", "this", "that", "those", "these", "there", "one", "its"})
+_LEADS = frozenset({"let's", "lets", "please", "now", "then", "so", "just", "also"})
+
+
+def _from_request(prompt: str) -> str:
+    """The text from the first sentence that asks for a build and says where on: the context
+    before it ("The office printer's admin page wants digest. Write a digest auth handler for
+    requests in requests/auth.py") is not the target. A request that points back ("add
+    WebSocket support to it") keeps the context, which is what it points to."""
+    sentences = _SENTENCES.split(prompt[:2000])
+    for n, sentence in enumerate(sentences[1:], 1):
+        words = [w.lower() for w in _WORDS.findall(sentence)]
+        while words and words[0] in _LEADS:
+            words = words[1:]
+        if not words or words[0] not in BUILD_VERBS:
+            continue
+        ask = [w.lower() for w in _WORDS.findall(_CLAUSES.split(sentence)[0])]
+        places = [ws for _w, ws in phrases(sentence) if ws and ws[0] not in _REFERS]
+        # "add it to …", "… support to it": the request's object or place points back
+        refers = any(a in PREPOSITIONS | set(BUILD_VERBS) and b in _REFERS for a, b in zip(ask, ask[1:], strict=False))
+        if places and not refers:
+            return " ".join(sentences[n:])
+        return prompt
+    return prompt
 
 
 def name_parts(names) -> list[str]:
@@ -230,7 +259,7 @@ def foreign_target(prompt: str, seen) -> dict | None:
     if lead and _singular(lead[0].lower()) in EXERCISES and prompt.lstrip()[len(lead[0]):].startswith(":"):
         return {"phrase": lead[0], "head": _singular(lead[0].lower()), "unseen": []}
     found, wholes, objects = [], [], set()
-    for written, words in phrases(prompt, objects):
+    for written, words in phrases(_from_request(prompt), objects):
         practice = next((_singular(w) for w in words if _singular(w) in EXERCISES), None)
         if practice is not None:
             return {"phrase": written, "head": practice, "unseen": []}
@@ -242,7 +271,8 @@ def foreign_target(prompt: str, seen) -> dict | None:
         # a proper name: two words or more, one capitalised ("the Jenkins JVM"); one word
         # unseen is too little ("for the UI"), and so are plain words ("the far side")
         shown = written.split()
-        if len(parts) >= 2 and any(w[:1].isupper() and w.lower() not in DETERMINERS for w in shown[1:]):
+        if written not in objects and len(parts) >= 2 and any(w[:1].isupper() and w.lower() not in DETERMINERS
+                                                              for w in shown[1:]):
             wholes.append((written, _singular(words[-1].removesuffix("'s")), parts))
     tools = [(written, parts) for written, parts in instruments(prompt) if parts]
     trees = [(path, parts) for path in paths(prompt[:2000])
@@ -275,20 +305,22 @@ test tests benchmark benchmarks page docs documentation tutorial guide example e
 warning warnings changelog comparison measurement measurements review writeup write-up
 note notes faq recipe cookbook section chapter paragraph article post readme slide slides
 sentence sentences pytest unittest testcase translation reference advisory error
+cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
+report
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
 TALKS = frozenset({"talk", "presentation", "slides", "blog", "newsletter", "podcast", "meetup", "keynote"})
 # An object qualified by one of these is a sample of a component, not the component ("an
 # example app that uses TestClient.websocket_connect")
-SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog"})
+SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog", "commit"})
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
 test explain
 """.split())
 BUILD_VERBS = frozenset("""
 add build create implement design develop write introduce draft rewrite scaffold port
-integrate make generate serve wire emit raise log
+integrate make generate serve wire emit raise log replace reimplement
 """.split())
 # A build verb in the past or in a question about using what exists asks about it, not for
 # it again: "why did we build the transport API around handle_request?", "should we have
@@ -299,7 +331,13 @@ _ASKS_ABOUT = re.compile(
     r"(?:ever\s+|really\s+|even\s+)?(?:built|added|implemented|designed|written|wrote|created|made|build|add|"
     r"implement|design|write|create|make|shipped|ship|released|chosen|picked|used|gone|done)\b"
     r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|one)\s+(?:build|add|implement|create|write|make|use)\b"
-    r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b",
+    r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b"
+    # "how the client build the auth header?", "why the project never build its own jar?"; not
+    # "how about we write…", "why not build…"
+    r"|\bhow\s+(?!about\b)(?:[\w.]+\s+){1,2}(?:builds?|implements?|makes?|writes?|creates?|adds?|picks?)\b(?=[^?]{0,200}\?)"
+    r"|\bwhy\s+(?!not\b|don't\b|dont\b|wouldn't\b|shouldn't\b|can't\b)(?:[\w.']+\s+){1,4}"
+    r"(?:never\s+|not\s+)?(?:build|built|builds|implement|implemented|write|wrote|make|made|create|created|"
+    r"add|added|ship|shipped)\b(?=[^?]{0,200}\?)",
     re.I)
 # A question about how a thing behaves, its subject a thing ("does a response hook that returns
 # None drop the response?"), not a request or a proposal put as one ("can you write …?",
@@ -317,16 +355,28 @@ _DISCLAIMS = re.compile(
     r"|\bjust\s+(?:answer|explain|curious|asking|wondering|tell\s+me)\b"
     r"|\b(?:discussion|question|explanation)\s+only\b"
     r"|\bno\s+code\b(?=\s*(?:[.,;!)]|$|please|just))"
-    r"|\b(?:don't|do\s+not)\s+(?:change|touch|write|implement)\s+(?:anything|any\s+code)\b", re.I)
+    r"|\b(?:don't|do\s+not)\s+(?:change|touch|write|implement)\s+(?:anything|any\s+code)\b"
+    r"|\bjust\s+(?:thoughts|opinions?|an\s+opinion)\b|\bcurious\s*[.!?]?\s*$"
+    r"|\bexplain\s+(?:me|to\s+me|please|pls)\b|\bno\s+code\s+changes?\b"
+    r"|\bno\s+changes?\s+(?:in|to)\s+(?:the\s+)?(?:library|lib|package|code|project)\b"
+    r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b", re.I)
 # A path in a source tree ("tests/test_chunked.py", "docs/advanced/retries.md", "rust/svc/"):
 # a trailing slash, a file at its end, or three parts; "HTTP/2" and "and/or" are not paths
 _PATH = re.compile(r"(?<![\w:/.])(?:[\w.-]+/){1,8}(?:[\w-]+\.[A-Za-z]{1,6}\b|[\w.-]+/[\w.-]+\b)?"
                    r"(?![\w/])|(?<![\w:/.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,6}\b")
+# what places a path: a preposition, a lead's colon ("Puppet: modules/ca/init.pp should…"),
+# a parenthesis after what it locates ("the signup example (examples/signup/app.py)")
+_PLACE = re.compile(r"(?:\b(?:in|into|to|under|inside|within|of|onto|at|from|for)\s+[`'\"(]?|:\s*|\(\s*)$", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
                           "examples", "example", "benchmarks", "bench"})
 _ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")
 _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _OBJECT_ENDS = _ENDS | frozenset({"about", "how", "what", "why"})
+
+
+MAX_CLAUSES = 8           # clauses read for work about what exists; the first build request decides
+_PRONOUNS = frozenset({"me", "us", "you", "them", "him", "her"})  # "write me a commit message"
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*", re.I)
 
 
 def _head(word: str) -> str:
@@ -355,20 +405,29 @@ def about_work(prompt: str) -> dict | None:
         return {"filed": filed.group(0).strip()}
     lead, colon, _rest = head.partition(":")
     lead_words = _WORDS.findall(lead)
-    if colon and len(lead) <= 60 and lead_words and (_head(lead_words[-1]) in ABOUT
-                                                     or any(w.lower() in TALKS and lead_words[i - 1].lower() in DETERMINERS
-                                                            for i, w in enumerate(lead_words) if i)):
-        return {"filed": lead.strip()}
+    named = [w for w in lead_words if not any(c.isdigit() for c in w)]  # "upgrade guide v1 -> v2"
+    # a lead naming the kind of work ("cleanup:", "for my talk on X:") is a sign, as a subject
+    # is: a build request after it still decides ("nit: replace X with a fresh implementation")
+    lead_sign = None
+    if colon and len(lead) <= 60 and named and (_head(named[-1]) in ABOUT
+                                                or any(w.lower() in TALKS and lead_words[i - 1].lower() in DETERMINERS
+                                                       for i, w in enumerate(lead_words) if i)):
+        lead_sign = {"filed": lead.strip()}
     for path in paths(prompt[:2000]):
         if path.split("/", 1)[0].lower() in _ABOUT_TREES or path.lower().endswith(_ABOUT_FILES):
             return {"path": path}
-    clauses = _CLAUSES.split(prompt[:2000])
-    for n, clause in enumerate(clauses[:4]):
+    # the first sign of work about what exists, unless a build request follows it ("The
+    # security review wants digest. Let's write DigestAuth ourselves"; "Step 1: document the
+    # use case. Step 2: write our own handshake")
+    found = lead_sign
+    for n, clause in enumerate(_CLAUSES.split(prompt[:2000])[:MAX_CLAUSES]):
         words = _WORDS.findall(clause)
         low = [w.lower() for w in words]
         if n == 0 and "existing" in low[:24]:
             at = low.index("existing")
             return {"says": " ".join(words[max(0, at - 1):at + 3])}
+        if n == 0 and lead_sign:
+            continue  # the lead itself
         if n == 0 and words and low[0] in DETERMINERS:
             subject = []
             for w in words[1:1 + MAX_PHRASE]:
@@ -376,25 +435,32 @@ def about_work(prompt: str) -> dict | None:
                     break
                 subject.append(w)
             if subject and _head(subject[-1]) in ABOUT:
-                return {"subject": " ".join(words[:1 + len(subject)])}
+                found = {"subject": " ".join(words[:1 + len(subject)])}
+                continue
         for at, word in enumerate(low[:12]):
             if word in ABOUT_VERBS and (at == 0 or low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}):
-                return {"verb": words[at]}
+                found = found or {"verb": words[at]}
+                break
             if word == "fix" and at and low[at - 1] in {"and", "then", "to", "please"}:
-                return {"verb": words[at]}  # "track down why and fix it": a bug in what exists
-            if word not in BUILD_VERBS:
-                continue
+                found = found or {"verb": words[at]}  # "track down why and fix it": a bug in what exists
+                break
+            if word not in BUILD_VERBS or (at and (low[at - 1] in DETERMINERS
+                                                   or (low[at - 1].endswith("'s") and low[at - 1] != "let's"))):
+                continue  # "the build server", "the project's log"
             run = []  # the object, as written; its head is its last word's last part
             for w in words[at + 1:at + 1 + MAX_PHRASE]:
                 last = _CAMEL_SPLIT.split(w)[-1].lower()
                 if w.lower() in _OBJECT_ENDS or (last.endswith("ing") and last not in ABOUT):
                     break
-                if w.lower() not in DETERMINERS:
+                if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
                     run.append(w)
             if run and (_head(run[-1]) in ABOUT or run[-1].lower() in ABOUT
                         or any(w.lower() in SAMPLES for w in run[:-1])):
-                return {"object": " ".join(run)}
-            return None
+                found = found or {"object": " ".join(run)}
+                break
+            return None  # a build request
+    if found:
+        return found
     return _only_asks(prompt[:2000])
 
 
@@ -414,5 +480,9 @@ def _only_asks(text: str) -> dict | None:
 
 
 def paths(text: str) -> list[str]:
-    """The paths of a source tree written in the text, as written."""
-    return [m.group(0) for m in _PATH.finditer(text)]
+    """The paths of a source tree the text places the work in ("in tests/test_x.py", "under
+    rust/svc/", "of docs/advanced.md"), as written; a path said as context ("scripts/sync.py
+    runs out of memory") or in a URL is not one."""
+    text = _URL.sub(" ", text)
+    return [m.group(0) for m in _PATH.finditer(text)
+            if _PLACE.search(text[max(0, m.start() - 12):m.start()])]

@@ -342,3 +342,69 @@ def test_a_build_verbs_object_is_what_is_built_not_where():
     assert foreign_target("write a small daemon listing queues over a unix socket", seen) is None
     assert foreign_target("write a Rust daemon listing queues over a unix socket", seen)["head"] == "daemon"
     assert foreign_target("add queue depth to the daemon", seen)["head"] == "daemon"  # a place, not an object
+
+
+# Round 10, written from sets 13-15 (read after their fresh measurement): re-proposals the
+# earlier rounds held (a path or a file only mentioned, a subject that is context, a plan
+# with a docs step), and the forms of the near misses they let through. New sentences.
+
+@pytest.mark.parametrize("prompt", [
+    # a file the project keeps, or a path said as context, is not where the work goes
+    "register the new `pool` entry point in pyproject.toml and write our own connection pool",
+    "scripts/sync_mirror.py runs out of memory on big files. Give the client a streaming download mode",
+    "the page at http://legacy-site.example/ sends no charset; build encoding detection into the response",
+])
+def test_a_path_or_a_project_file_said_as_context_does_not_hold_a_re_proposal(prompt):
+    seen = _seen({"register", "new", "pool", "entry", "point", "connection", "client", "streaming", "download",
+                  "mode", "memory", "big", "files", "page", "charset", "encoding", "detection", "response"})
+    from memory_core.delivery.target import about_work
+
+    assert foreign_target(prompt, seen) is None and about_work(prompt) is None
+
+
+@pytest.mark.parametrize("prompt", [
+    "The compliance audit wants digest auth for the old endpoints. Let's write DigestAuth ourselves",
+    "The warehouse scanner's config page needs digest. Write a digest auth handler for the client",
+    "Plan. Step 1: document the proxy use case. Step 2: write our own SOCKS5 handshake in the client.",
+])
+def test_context_or_a_docs_step_before_a_build_request_does_not_hold_it(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None
+
+
+@pytest.mark.parametrize("prompt, key", [
+    ("cleanup: drop the unused timeout kwarg from the pool helpers", "filed"),
+    ("upgrade guide v1 -> v2: what moved for the retry policy? write the section", "filed"),
+    ("how the client build the auth header for digest, which algorithm by default? explain me", "asks"),
+    ("why the project never build its own cookie jar, only the stdlib one? curious", "asks"),
+    ("would you write the retry loop the same way again, or differently? just thoughts", "disclaims"),
+    ("onboarding doc needs a paragraph on when to subclass StreamingResponse. No code change.", "disclaims"),
+    ("- nginx: proxy cache for the mirror / - no change in library", "disclaims"),
+    ("the Kotlin port wants a MockTransport like ours for its tests; nothing changes on our side", "disclaims"),
+    ("write me a commit message for the fix that keeps the Host header on redirects", "object"),
+])
+def test_more_forms_of_work_about_what_exists_in_rounds_ten(prompt, key):
+    from memory_core.delivery.target import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "why not build our own cookie jar instead of the stdlib one?",     # a proposal
+    "how about we write our own retry loop?",
+    "write our own proxy support, no change in the public API",        # a constraint, not a disclaimer
+])
+def test_a_proposal_or_a_constraint_is_not_about_what_exists(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None
+
+
+def test_context_before_a_request_that_says_where_is_not_the_target():
+    seen = _seen({"digest", "auth", "handler", "client", "requests", "websocket", "support", "write", "add"})
+    prompt = "The warehouse scanner's admin page wants digest. Write a digest auth handler for the client"
+    assert foreign_target(prompt, seen) is None
+    # a request that points back at the context is aimed where the context is
+    back = "The warehouse scanner's admin page wants websockets. Add WebSocket support to it"
+    assert foreign_target(back, seen) is not None
