@@ -24,12 +24,6 @@ except ImportError:  # pragma: no cover
     DRIVER = "sqlite3"
 
 from memory_core.errors import StoreError, StoreLink, StoreNotFile, StoreShmDeleted
-from memory_core.store.repair import (
-    aside_command,
-    kill_command,
-    unlink_command,
-    wal_restore_command,
-)
 from memory_core.store.tx import classify, write  # noqa: F401  (write: the store's one transaction helper)
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
@@ -100,6 +94,8 @@ def refuse_links(path: str) -> None:
         except OSError:
             continue
         if stat.S_ISLNK(st.st_mode):
+            from memory_core.store.repair import unlink_command  # a failure path: off the hook path
+
             try:
                 target = os.readlink(path + suffix)
             except OSError:
@@ -115,6 +111,8 @@ def refuse_links(path: str) -> None:
         if not stat.S_ISREG(st.st_mode):
             # a -wal or -shm that is a directory or a FIFO is no WAL: SQLite fails to open it
             # ("unable to open", "disk I/O error"), which would name the wrong cause
+            from memory_core.store.repair import aside_command
+
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             err = StoreNotFile(f"{name}{suffix} is {kind}, not a " + ("database file" if not suffix else "SQLite side file"))
             err.fix = (f"move it aside: `{aside_command(where + suffix)}`"
@@ -129,6 +127,8 @@ def shm_deleted(path: str) -> None:
     holders = wal_holders(path, "-shm")
     if not holders:
         return
+    from memory_core.store.repair import kill_command
+
     pid = holders[0][0]
     err = StoreShmDeleted(f"{os.path.basename(path)}-shm was deleted while process {pid} had the database "
                           "open: a new connection would keep a second WAL index beside that process's, "
@@ -171,6 +171,7 @@ def wal_deleted(path: str) -> StoreError | None:
     another process has the database open (SQLite then refuses new connections), with the
     command that puts it back from that process; None when that is not the cause."""
     from memory_core.errors import StoreWalDeleted
+    from memory_core.store.repair import wal_restore_command
 
     holders = wal_holders(path)
     if not holders:
