@@ -94,6 +94,9 @@ def fix_for(state: str, root: str, state_dir: str | None = None, cause: BaseExce
         if command:
             key = getattr(cause, "key", None)
             return f"{command}  # {key or 'the line'} does not load; commented out, its default applies"
+    elif state == "locked" and reason == "busy":  # serve's own previous scrape is still reading
+        return (f"{repair.holders_command(qdb)}  # this serve's previous scrape is still reading the "
+                "store (a slow filesystem?); served again when that read ends or its deadline passes")
     elif state == "locked":
         holders = repair.lock_holders(db, exclude=os.getpid())
         return (f"{repair.holders_command(qdb)}  # the write lock is held by {repair.holders_text(holders)}; "
