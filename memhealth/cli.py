@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
             json_error(args.command, str(exc), exit_code)
         else:
-            print(f"memhealth {args.command}: {exc}", file=sys.stderr)
+            fix = getattr(exc, "fix", "")  # a ConfigError's line, a store file's link: the command
+            print(f"memhealth {args.command}: {exc}" + (f"; FIX: {fix}" if fix else ""), file=sys.stderr)
         return exit_code
     except KeyboardInterrupt:
         print(f"memhealth {args.command}: interrupted", file=sys.stderr)

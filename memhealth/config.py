@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from memhealth.errors import ConfigError
 from memory_core.store.layout import CONFIG_NAME
@@ -321,17 +322,26 @@ def load(state_dir: str | None, environ=None) -> Config:
     environ = os.environ if environ is None else environ
     cfg = defaults()
     path = os.path.join(state_dir, CONFIG_NAME) if state_dir else None
-    data = _read_file(path) if path else {}
+    try:
+        data = _read_file(path) if path else {}
+    except ConfigError as exc:
+        raise located(exc, path) from None
     for section, values in data.items():
-        if section not in SCHEMA:
-            raise ConfigError(f"config: unknown section [{section}]; known: {', '.join(SCHEMA)}")
-        if not isinstance(values, dict):
-            raise ConfigError(f"config: [{section}] must be a table")
-        for key, value in values.items():
-            if key not in SCHEMA[section]:
-                raise ConfigError(
-                    f"config: unknown key [{section}].{key}; known: {', '.join(SCHEMA[section])}")
-            cfg[section][key] = _coerce(section, key, value, from_env=False)
+        try:
+            if section not in SCHEMA:
+                raise ConfigError(f"config: unknown section [{section}]; known: {', '.join(SCHEMA)}")
+            if not isinstance(values, dict):
+                raise ConfigError(f"config: [{section}] must be a table")
+            for key, value in values.items():
+                try:
+                    if key not in SCHEMA[section]:
+                        raise ConfigError(
+                            f"config: unknown key [{section}].{key}; known: {', '.join(SCHEMA[section])}")
+                    cfg[section][key] = _coerce(section, key, value, from_env=False)
+                except ConfigError as exc:
+                    raise located(exc, path, section, key) from None
+        except ConfigError as exc:
+            raise (exc if getattr(exc, "command", "") else located(exc, path, section)) from None
     for name, raw in environ.items():
         if not name.startswith("MEMHEALTH_") or name.count("_") < 2:
             continue
@@ -344,6 +354,63 @@ def load(state_dir: str | None, environ=None) -> Config:
         cfg[section][key] = _coerce(section, key, raw, from_env=True)
     cfg.path = path
     return cfg
+
+
+# -- where a config error is, and the command that clears it (serve --all prints it as the FIX) --
+_TOML_LINE = re.compile(r"at line (\d+)")
+
+
+def located(exc: ConfigError, path: str, section: str | None = None, key: str | None = None) -> ConfigError:
+    """`exc` with where it is (`.path`, `.key`, `.line`) and `.command`: the shell line that
+    clears it (the offending line commented out, so the default applies; the file made readable),
+    and `.fix`, the same command in a sentence. `.command` is "" when the line is not found."""
+    import shlex
+
+    exc.path, exc.key, exc.line, exc.command, exc.fix = path, None, None, "", ""
+    if section is not None:
+        exc.key = f"[{section}].{key}" if key is not None else f"[{section}]"
+    message = str(exc)
+    if "cannot read" in message:
+        exc.command = f"chmod u+r {shlex.quote(path)}"
+        exc.fix = f"make the file readable by its owner: `{exc.command}`"
+        return exc
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return exc
+    found = _TOML_LINE.search(message)
+    if found:
+        exc.line = int(found.group(1))
+    elif section is not None:
+        exc.line = _line_of(lines, section, key)
+    if exc.line is not None and 1 <= exc.line <= len(lines):
+        span = str(exc.line)
+        if section is not None and key is None:  # a whole table: its header and its keys
+            end = next((n for n in range(exc.line + 1, len(lines) + 1)
+                        if lines[n - 1].lstrip().startswith("[")), len(lines) + 1) - 1
+            span = f"{exc.line},{end}" if end > exc.line else span
+        exc.command = f"sed -i '{span}s/^/# /' {shlex.quote(path)}"
+        exc.fix = (f"comment out line {span.replace(',', '-')} of {path}"
+                   + (f" ({exc.key})" if exc.key else "") + f" so the default applies: `{exc.command}`")
+    return exc
+
+
+def _line_of(lines: list[str], section: str, key: str | None) -> int | None:
+    """The 1-based line of `key` in `[section]` (of the `[section]` header when key is None)."""
+    current = None
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        header = re.fullmatch(r"\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?", text)
+        if header:
+            current = header.group(1)
+            if key is None and current == section:
+                return number
+            continue
+        if key is not None and current == section and re.match(rf"[\"']?{re.escape(key)}[\"']?\s*=", text):
+            return number
+    return None
+# -- end config error location
 
 
 def render_default() -> str:

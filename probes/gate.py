@@ -17,6 +17,7 @@ import time
 
 from memory_core.errors import MemoryCoreError, StoreError
 from memory_core.outbox import gate_log, heartbeat, heartbeat_reads, rollups, spans, spill
+from memory_core.store import repair
 from memory_core.store.db import write
 from memory_core.store.meta import set_meta
 from probes import checks, code_index, heartbeats, novelty, transport, wiring, witness
@@ -286,13 +287,13 @@ def hook_deadline(root: str, event: str, started_ns: int, default_s: float = 600
 STORE_FIXES = {
     "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`: "
                   "the store is rebuilt from your files",
-    "db_locked": "another process holds the write lock: find it with `fuser .memhealth/memory.db`",
+    "db_locked": f"another process holds the write lock: find it with `{repair.holders_command()}`",
     "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as: "
-                   "`chmod u+rwx .memhealth; chmod u+rw .memhealth/memory.db*` (SQLite creates "
+                   f"`{repair.readonly_command()}` (SQLite creates "
                    "-wal and -shm with the database's mode)",
     "db_full": "free space on the disk holding .memhealth/ (`df -h .memhealth`) or raise the "
                "file-size limit (`ulimit -f`)",
-    "db_io": "check the disk holding .memhealth/ (`df -h .memhealth`, `dmesg`)",
+    "db_io": f"check the disk holding .memhealth/ (`{repair.disk_command()}`)",
 }
 
 

@@ -20,7 +20,7 @@ from memory_core.delivery.intent import system_turn
 from memory_core.errors import StoreError
 from memory_core.outbox import heartbeat_reads, journal, spill
 from memory_core.outbox.heartbeat import FUTURE_SLACK_NS
-from memory_core.store import identity
+from memory_core.store import identity, repair
 from memory_core.store.db import write
 from memory_core.store.meta import get_meta, set_meta
 from probes.result import OPERATOR, CheckResult, ago, green, note, red
@@ -213,13 +213,13 @@ _SPILLED_OUT = re.compile(r"spilled outside \.memhealth/ \((\w+)\): ")
 # the fix for a hook's latest failure, by failure family: the reason names what to do
 REASON_FIXES = {
     "db_locked": "another process holds the write lock past [hooks].busy_timeout_s: find it with "
-                 "`fuser .memhealth/memory.db`",
+                 f"`{repair.holders_command()}`",
     "db_readonly": "make .memhealth/ and memory.db writable by the user Claude Code runs as: "
-                   "`chmod u+rwx .memhealth; chmod u+rw .memhealth/memory.db*` (-wal and -shm "
+                   f"`{repair.readonly_command()}` (-wal and -shm "
                    "inherit the database's mode)",
     "db_corrupt": "move .memhealth/memory.db aside, then `memhealth init` and `memhealth ingest`",
     "db_full": spill.CAUSE_FIXES["disk_full"],
-    "db_io": "check the disk holding .memhealth/ (`df -h .memhealth`, `dmesg`)",
+    "db_io": f"check the disk holding .memhealth/ (`{repair.disk_command()}`)",
     "wal_deleted": "memory.db-wal was deleted under open connections: `memhealth gate` names the process "
                    "to copy it back from (`cp /proc/PID/fd/N .memhealth/memory.db-wal`)",
     "stdin_timeout": "the hook's stdin was never closed: run it as Claude Code does "

@@ -339,6 +339,8 @@ class StoreCollector:
         # the failure family of the latest read (memory_core.errors reasons, "busy" for a
         # scrape still reading), None after a good one: serve --all's project state
         self.last_reason: str | None = None
+        # the StoreError of the latest failed read (its path, pid: what a FIX names), else None
+        self.last_cause: StoreError | None = None
         self.last_duration_s: float | None = None
         self._last_good: list[Family] | None = None
         self._lock = threading.Lock()
@@ -367,20 +369,22 @@ class StoreCollector:
                 finally:
                     conn.close()
             except StoreError as exc:
-                return self._failed(str(exc), exc.reason)
+                return self._failed(str(exc), exc.reason, exc)
             except sqlite3.Error as exc:
                 return self._failed(str(exc), failure_reason(exc))
             self._last_good = families
             self.last_reason = None
+            self.last_cause = None
             self.last_duration_s = time.monotonic() - t0
             return families
         finally:
             self._lock.release()
 
-    def _failed(self, message: str, reason: str) -> list[Family]:
+    def _failed(self, message: str, reason: str, cause: StoreError | None = None) -> list[Family]:
         self.errors += 1
         self.last_error = message
         self.last_reason = reason
+        self.last_cause = cause
         families = self._last_good or [Family(m) for m in METRICS]
         fam = next(f for f in families if f.metric.name == "memhealth_scrape_errors_total")
         fam.samples[()] = float(self.errors)

@@ -28,6 +28,7 @@ from telemetry.serve import find_default_probe
 from telemetry.serve_http import ServeHandler, ServeThreads, stderr_line
 from telemetry.serve_projects import (
     ProjectsCollector,
+    absent_cause,
     absent_state,
     entry_error_state,
     fix_for,
@@ -198,19 +199,22 @@ class MultiServe(ServeThreads):
                 if old is not None and old.project.root == entry.root and os.path.exists(old.project.db_path):
                     kept[entry.name] = old  # keeps its scrape error count and last good values
                     continue
+                state_dir = None
                 try:
                     project, cfg = self.open_entry(entry)
+                    state_dir = project.state_dir
                     absent = absent_state(project)
                     if absent is None:
                         kept[entry.name] = Target(entry.name, project, cfg, self)
                         continue
-                    state, detail = absent
+                    (state, detail), cause = absent, absent_cause(project)
                 except Exception as exc:  # one broken project must not take the others down
-                    state, detail = entry_error_state(exc), f"{type(exc).__name__}: {exc}"[:300]
+                    state, detail, cause = entry_error_state(exc), f"{type(exc).__name__}: {exc}"[:300], exc
                 # never dropped from /metrics: memhealth_project_up 0 and its state say why
                 lost[entry.name] = state
                 problems[entry.name] = f"{state}: {detail}"
-                fixes[entry.name] = fix_for(state, entry.root)  # names the path: /healthz only
+                # names the path: /healthz only
+                fixes[entry.name] = fix_for(state, entry.root, state_dir, cause=cause)
             retired = [gone for name, gone in self._targets.items() if kept.get(name) is not gone]
             self._targets, self.problems, self._lost, self._fixes = kept, problems, lost, fixes
         for gone in retired:  # outside the lock: a scrape never waits on an exporter's shutdown
@@ -366,7 +370,8 @@ class MultiServe(ServeThreads):
                               "probe": probe, "export": t.export_last, "export_runs": t.export_runs,
                               "console": project_prefix(name) + "/", "problems": list(t.problems)}
             if state != "served":
-                projects[name]["fix"] = fix_for(state, t.project.root, t.project.state_dir)
+                projects[name]["fix"] = fix_for(state, t.project.root, t.project.state_dir,
+                                                cause=t.collector.last_cause, reason=t.collector.last_reason)
         # a registered project that is not served (deleted, unreadable, no store), or one whose
         # store or config has a problem, is not "ok"
         problems, fixes = self.problems, self._fixes  # replaced together under the lock

@@ -94,6 +94,8 @@ def refuse_links(path: str) -> None:
         except OSError:
             continue
         if stat.S_ISLNK(st.st_mode):
+            from memory_core.store.repair import unlink_command  # a failure path: off the hook path
+
             try:
                 target = os.readlink(path + suffix)
             except OSError:
@@ -102,14 +104,21 @@ def refuse_links(path: str) -> None:
             err = StoreLink(f"{name}{suffix} is a symbolic link to {target}{dangling}: the store never "
                             "follows a link (it would read and write another file, another project's "
                             "store among them)")
-            err.fix = (f"remove the link (its target is not touched): `rm {where}{suffix}`"
+            err.fix = (f"remove the link (its target is not touched): `{unlink_command(where + suffix)}`"
                        + ("; then `memhealth init` creates this project's own store" if not suffix else ""))
+            err.path = path + suffix
             raise err
-        if not suffix and not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
+            # a -wal or -shm that is a directory or a FIFO is no WAL: SQLite fails to open it
+            # ("unable to open", "disk I/O error"), which would name the wrong cause
+            from memory_core.store.repair import aside_command
+
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            err = StoreNotFile(f"{name} is {kind}, not a database file")
-            err.fix = (f"move it aside: `mv {where} {where}.aside`; then `memhealth init` creates the "
-                       "store and `memhealth ingest` refills it from your files")
+            err = StoreNotFile(f"{name}{suffix} is {kind}, not a " + ("database file" if not suffix else "SQLite side file"))
+            err.fix = (f"move it aside: `{aside_command(where + suffix)}`"
+                       + ("; then `memhealth init` creates the store and `memhealth ingest` refills it "
+                          "from your files" if not suffix else "; SQLite creates its own on the next open"))
+            err.path = path + suffix
             raise err
 
 
@@ -118,13 +127,17 @@ def shm_deleted(path: str) -> None:
     holders = wal_holders(path, "-shm")
     if not holders:
         return
+    from memory_core.store.repair import kill_command
+
     pid = holders[0][0]
     err = StoreShmDeleted(f"{os.path.basename(path)}-shm was deleted while process {pid} had the database "
                           "open: a new connection would keep a second WAL index beside that process's, "
                           "and rows written through one are lost when the other checkpoints; nothing "
                           "opens the store until it exits")
-    err.fix = (f"stop process {pid} (`kill {pid}`; for `memhealth serve`, stop it and start it again): "
-               "its rows are checkpointed as it exits, and the next hook drains what was spilled meanwhile")
+    err.fix = (f"stop process {pid} (`{kill_command(pid)}`; for `memhealth serve`, stop it and start it "
+               "again): its rows are checkpointed as it exits, and the next hook drains what was spilled "
+               "meanwhile")
+    err.pid = pid
     raise err
 
 
@@ -158,6 +171,7 @@ def wal_deleted(path: str) -> StoreError | None:
     another process has the database open (SQLite then refuses new connections), with the
     command that puts it back from that process; None when that is not the cause."""
     from memory_core.errors import StoreWalDeleted
+    from memory_core.store.repair import wal_restore_command
 
     holders = wal_holders(path)
     if not holders:
@@ -166,9 +180,10 @@ def wal_deleted(path: str) -> StoreError | None:
     err = StoreWalDeleted(f"{os.path.basename(path)}-wal was deleted while process {pid} had the database "
                           f"open: rows committed since the last checkpoint live only in that process's "
                           f"open file")
-    err.fix = (f"put it back before process {pid} exits: `cp /proc/{pid}/fd/{fd} {path}-wal` (nothing "
+    err.fix = (f"put it back before process {pid} exits: `{wal_restore_command(pid, fd, path + '-wal')}` (nothing "
                f"is lost); if it has exited, stop every process holding the database (`fuser {path}*`), "
                "move the -wal/-shm aside and accept the loss")
+    err.pid, err.fd = pid, fd
     return err
 
 

@@ -1,13 +1,15 @@
-"""Alertmanager routing: severities to serve's alert budget, the Watchdog and the target-down
-alert to receivers outside serve, and inhibitions scoped so one alert mutes only its own kind.
+"""Alertmanager routing: severities to serve's alert budget, the Watchdog, the target-down and
+the project-not-served alerts to receivers outside serve, and inhibitions scoped so one alert
+mutes only its own kind.
 
     alertmanager_config(SERVE_URL, WATCHDOG_URL, SERVE_DOWN_URL)   # alerts/alertmanager.yml
     team_alertmanager_config(("team-a", "team-b"))                # compose/team/alertmanager.yml
 
 Why outside: serve's /alerts is where pages are budgeted, so it is the natural receiver for
 everything serve can watch. It cannot watch itself: a dead man's switch whose receiver is serve
-ends inside what it watches, and "serve is down" cannot be delivered to serve. Those two go to
-a healthchecks-style service (a ping keeps a check up; `/fail` marks another one down).
+ends inside what it watches, and "serve is down" cannot be delivered to serve; nor can "serve
+--all cannot read this project", whose budget and sinks are that project's. Those go to a
+healthchecks-style service (a ping keeps a check up; `/fail` marks another one down).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from telemetry.artifacts.alerts import (
     BUDGET_DOWN_ALERT,
     GATE_CHECK_ALERT,
+    PROJECT_NOT_SERVED_ALERT,
     TARGET_DOWN_ALERT,
     WATCHDOG_ALERT,
 )
@@ -67,7 +70,10 @@ def alertmanager_config(url: str = SERVE_URL, watchdog_url: str = WATCHDOG_URL,
                 # and, hourly, to serve too: the alert-budget dashboard counts deliveries
                 {"receiver": "watchdog", "matchers": [f'alertname="{WATCHDOG_ALERT}"'],
                  "group_wait": "0s", "group_interval": "1m", "repeat_interval": "1h"},
-                {"receiver": "serve-down", "matchers": [f'alertname="{TARGET_DOWN_ALERT}"'],
+                # and a project serve --all cannot read: serve's /alerts would decide it by that
+                # project's budget, which is what is lost, so it goes where serve's death goes
+                {"receiver": "serve-down",
+                 "matchers": [f'alertname=~"{TARGET_DOWN_ALERT}|{PROJECT_NOT_SERVED_ALERT}"'],
                  "group_wait": "0s", "repeat_interval": "1h"},
                 {"receiver": "null", "matchers": ['severity=~"info|none"']},
                 {"receiver": "page", "matchers": ['severity=~"critical|page"'],

@@ -218,7 +218,9 @@ def _project_alert() -> Alert:
         "memhealth serve --all could not read this registered project's store for 10 minutes: its "
         "directory or store is gone, unreadable or corrupt, or its config does not load "
         "(memhealth_project_state says which). Its hooks, gate and alerts are unwatched while it "
-        "lasts. FIX: the command under not_served (or the project's fix) in serve's /healthz.",
+        "lasts. FIX: run the command serve prints for it: `curl -s http://{{ $labels.instance }}/healthz` "
+        "shows it under not_served.{{ $labels.project }} (or projects.{{ $labels.project }}.fix); "
+        "it names the project's directory, which no label carries.",
         for_="10m")
 # -- end serve --all projects
 

@@ -95,7 +95,9 @@ TEXT = {
         "memhealth serve --all could not read this registered project's store for 10 minutes: its "
         "directory or store is gone, unreadable or corrupt, or its config does not load "
         "(memhealth_project_state says which). Its hooks, gate and alerts are unwatched while it "
-        "lasts. FIX: the command under not_served (or the project's fix) in serve's /healthz."),
+        "lasts. FIX: run the command serve prints for it: `curl -s http://127.0.0.1:9464/healthz` "
+        "shows it under not_served.lib (or projects.lib.fix); it names the project's directory, "
+        "which no label carries."),
     "MemhealthWatchdog": (
         "Alerting pipeline heartbeat (always firing)",
         "Always firing, so the path Prometheus -> Alertmanager -> receiver is proven end to end. "

@@ -28,7 +28,8 @@ DESCRIPTION = (
     "memhealth serve --all could not read this registered project's store for 10 minutes: its "
     "directory or store is gone, unreadable or corrupt, or its config does not load "
     "(memhealth_project_state says which). Its hooks, gate and alerts are unwatched while it "
-    "lasts. FIX: the command under not_served (or the project's fix) in serve's /healthz.")
+    "lasts. FIX: run the command serve prints for it: `curl -s http://{i}/healthz` shows it under "
+    "not_served.{p} (or projects.{p}.fix); it names the project's directory, which no label carries.")
 
 
 def project_series(app: ServeAll) -> tuple[dict[str, float], dict[str, str]]:
@@ -63,7 +64,7 @@ def promtool_alerts(tmp_path, timeline: dict[str, list[float | None]], checks: l
     tests = [{"interval": "1m", "input_series": series, "alert_rule_test": [
         {"eval_time": at, "alertname": "MemhealthProjectNotServed", "exp_alerts": [
             {"exp_labels": {"severity": "warning", "component": "serve", "instance": INSTANCE, "project": p},
-             "exp_annotations": {"summary": SUMMARY.format(p), "description": DESCRIPTION, "runbook_url": url}}
+             "exp_annotations": {"summary": SUMMARY.format(p), "description": DESCRIPTION.format(i=INSTANCE, p=p), "runbook_url": url}}
             for p in sorted(projects)]} for at, projects in checks]}]
     path = tmp_path / "lost.test.yaml"
     path.write_text(yaml.safe_dump({"rule_files": [os.path.join(REPO, "alerts", "memhealth.rules.yaml")],

@@ -94,3 +94,43 @@ def test_a_hook_with_a_bad_config_still_records_its_heartbeat(project):
     run = run_hook("stop", payload("stop", project), cwd=str(project))
     assert run.returncode == 0
     assert rows(project, "SELECT outcome, reason FROM heartbeats") == [("error", "config")]
+
+
+# -- where a bad file's error is, and the command that clears it ----------------------------------
+
+@pytest.mark.parametrize("text, key, line", [
+    ('# a comment\n[embedding]\nurl = ""\ndim = "wide"\n', "[embedding].dim", 4),
+    ('[gate]\nmode = "on"\n\n[injection]\n  "mode" = "sometimes"\n', "[injection].mode", 5),
+    ('[embedding]\nmodle = "x"\n', "[embedding].modle", 2),
+    ('[embedding]\nurl = ""\n[embeddings]\nurl = ""\ndim = 3\n[gate]\nmode = "on"\n', "[embeddings]", 3),
+    ('[embedding]\nurl = "x\n', None, 2),  # not TOML: tomllib names the line
+])
+def test_a_bad_file_names_its_line_and_the_command_that_comments_it_out(tmp_path, text, key, line):
+    import subprocess
+
+    state = write_config(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load(state, environ={})
+    exc = info.value
+    assert (exc.key, exc.line) == (key, line)
+    assert exc.command.startswith(f"sed -i '{line}") and exc.command.endswith(str(tmp_path / "config.toml"))
+    assert f"`{exc.command}`" in exc.fix
+    done = subprocess.run(["bash", "-c", exc.command], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    load(state, environ={})  # followed as printed: the file loads, the default in the line's place
+
+
+def test_the_cli_prints_a_config_errors_fix_on_its_one_line(tmp_path):
+    from tests.conftest import run_cli
+
+    root = tmp_path / "p"
+    root.mkdir()
+    assert run_cli("init", "--project", str(root), "--no-templates").returncode == 0
+    config = root / ".memhealth" / "config.toml"
+    text = config.read_text()
+    assert text.count("\n# busy_timeout_s = ") == 1
+    config.write_text(text.replace("\n# busy_timeout_s = ", '\nbusy_timeout_s = "soon" # was '))
+    out = run_cli("gate", "--project", str(root))
+    line = out.stderr.strip()
+    assert out.returncode == 2 and len(line.splitlines()) == 1, out.stderr
+    assert "[hooks].busy_timeout_s" in line and "FIX: comment out line" in line and "sed -i '" in line, line

@@ -533,6 +533,9 @@ ROUTES = [
                           "component": "meta"}),
     ("serve-down", {"alertname": "MemhealthTargetDown", "severity": "critical",
                     "component": "serve", "job": "memhealth", "instance": "127.0.0.1:9464"}),
+    # a project serve --all cannot read: its own budget is what is lost, so it goes outside too
+    ("serve-down", {"alertname": "MemhealthProjectNotServed", "severity": "warning",
+                    "component": "serve", "instance": "127.0.0.1:9464", "project": "app"}),
     ("page", {"alertname": "MemhealthGateCheckRed", "severity": "critical",
               "check": "index_integrity", "component": "store"}),
     ("ticket", {"alertname": "MemhealthGateCheckRed", "severity": "warning",
@@ -554,7 +557,8 @@ def test_every_generated_alert_routes_where_its_severity_says():
     amtool = require_binary("amtool")
     expected = {"critical": "page", "warning": "ticket", "info": "null"}
     # the two alerts about serve itself or the path to it never end inside serve alone
-    outside = {"MemhealthWatchdog": "deadman,watchdog", "MemhealthTargetDown": "serve-down"}
+    outside = {"MemhealthWatchdog": "deadman,watchdog", "MemhealthTargetDown": "serve-down",
+               "MemhealthProjectNotServed": "serve-down"}
     seen = set()
     for rule in _alert_rules():
         labels = {"alertname": rule["alert"], **rule["labels"]}
@@ -565,6 +569,32 @@ def test_every_generated_alert_routes_where_its_severity_says():
         assert proc.stdout.strip() == want, (rule["alert"], proc.stdout)
         seen.add(rule["alert"])
     assert set(outside) <= seen
+
+
+def test_a_project_not_served_reaches_the_receiver_a_dead_serve_reaches_with_its_fix():
+    """MemhealthProjectNotServed is routed as MemhealthTargetDown is (outside serve, whose
+    /alerts would decide it by the lost project's own budget), in both shipped configs, and
+    its annotations carry a FIX an operator can run."""
+    amtool = require_binary("amtool")
+    rules = {rule["alert"]: rule for rule in _alert_rules()}
+    lost, down = rules["MemhealthProjectNotServed"], rules["MemhealthTargetDown"]
+    for path in AM_CONFIGS:
+        got = {}
+        for rule in (lost, down):
+            labels = {"alertname": rule["alert"], **rule["labels"], "instance": "127.0.0.1:9464",
+                      "project": "app"}
+            proc = subprocess.run([amtool, "config", "routes", "test", f"--config.file={path}",
+                                   *[f"{k}={v}" for k, v in labels.items()]],
+                                  capture_output=True, text=True, timeout=30)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            got[rule["alert"]] = proc.stdout.strip()
+        assert got == {"MemhealthProjectNotServed": "serve-down", "MemhealthTargetDown": "serve-down"}, (path, got)
+    # written out, as the operator reads it where the alert lands (a healthchecks check's log)
+    assert lost["annotations"]["description"].endswith(
+        "FIX: run the command serve prints for it: `curl -s http://{{ $labels.instance }}/healthz` shows it "
+        "under not_served.{{ $labels.project }} (or projects.{{ $labels.project }}.fix); it names the "
+        "project's directory, which no label carries.")
+    assert lost["annotations"]["runbook_url"].endswith("#memhealthprojectnotserved")
 
 
 def test_alertmanager_configs_send_to_serve_and_inhibit_as_designed():
