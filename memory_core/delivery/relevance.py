@@ -172,9 +172,8 @@ def measure(conn, p: Prompt, icfg: dict, detail: dict) -> Corpus:
     else:
         by_source = curated if n_docs < n_all else None  # all curated: the cheap count
     small = n_docs < MIN_IDF_CORPUS
-    floored = rarity_floor(icfg, n_docs, detail)
-    joint = Joint(conn, by_source, icfg["min_matches"]) if floored is not icfg else None
-    icfg = floored
+    joint = Joint(conn, by_source, icfg["min_matches"]) if joint_in_effect(icfg, n_docs) else None
+    icfg = rarity_floor(icfg, n_docs, detail)
     overall: dict[str, int] = {}
     df = docfreq.doc_freqs(conn, list(dict.fromkeys(p.toks + p.topic)), by_source, overall)
     idf = {t: fts.idf(n_docs, n) for t, n in df.items()}

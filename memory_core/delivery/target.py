@@ -173,9 +173,8 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False):
 
 # Prepositions that name the instrument the work is done with ("with cron", "using Celery",
 # "via Fluentd"): a tool the project never names, written bare as a name is, is another
-# system's way of doing it
-# "through" is left out: it says where traffic goes ("talk through Tor"), which a proxy
-# feature of the project's own names
+# system's way of doing it. "through" is left out: it says where traffic goes ("talk through
+# Tor"), which a proxy feature of the project's own names.
 INSTRUMENTS = frozenset({"with", "using", "via"})
 MAX_INSTRUMENT = 2        # a tool's name is a word or two ("cron", "systemd timers"); a longer run
                           # is what the thing has ("with whitelisted Content-Type headers")
@@ -209,8 +208,8 @@ def _from_request(prompt: str) -> str:
             continue
         ask = [w.lower() for w in _WORDS.findall(_CLAUSES.split(sentence)[0])]
         places = [ws for _w, ws in phrases(sentence) if ws and ws[0] not in _REFERS]
-        # "add it to …", "… support to it": the request's object or place points back
-        refers = any(a in PREPOSITIONS | set(BUILD_VERBS) and b in _REFERS for a, b in zip(ask, ask[1:], strict=False))
+        # the request's object or place points back
+        refers = any(a in _POINTING and b in _REFERS for a, b in zip(ask, ask[1:], strict=False))
         if places and not refers:
             return " ".join(sentences[n:])
         return prompt
@@ -218,13 +217,11 @@ def _from_request(prompt: str) -> str:
 
 
 def name_parts(names) -> list[str]:
-    """The parts `foreign_target` reads a name by: "NoCache" gives "nocache", "no" and
-    "cache"; "event_hooks" gives "event" and "hooks"."""
-    out = []
-    for name in names:
-        for word in _WORDS.findall(name or ""):
-            out += _parts([word]) + _parts(_CAMEL_SPLIT.split(word))
-    return out
+    """The parts `foreign_target` reads a name by: the word as the prompt's parts are read
+    ("NoCache" gives "nocache") and its name's words (`exists.name_parts`: "no", "cache")."""
+    from memory_core.delivery.exists import name_parts as words_of
+
+    return [p for name in names for word in _WORDS.findall(name or "") for p in _parts([word]) + words_of(word)]
 
 
 def instruments(prompt: str) -> list[tuple[str, list[str]]]:
@@ -322,6 +319,7 @@ BUILD_VERBS = frozenset("""
 add build create implement design develop write introduce draft rewrite scaffold port
 integrate make generate serve wire emit raise log replace reimplement
 """.split())
+_POINTING = PREPOSITIONS | BUILD_VERBS  # "add it to …", "… support to it": pointing back
 # A build verb in the past or in a question about using what exists asks about it, not for
 # it again: "why did we build the transport API around handle_request?", "should we have
 # built BaseHTTPMiddleware at all?", "how do I build a TestClient that runs the lifespan?",
@@ -467,7 +465,7 @@ def about_work(prompt: str) -> dict | None:
 def _only_asks(text: str) -> dict | None:
     """A question that asks for nothing to be built ("which one wins?", "is the body half
     read?"): the prompt asks something and no build verb in it is said as a request."""
-    question = next((q for q in re.split(r"(?<=[.!?])\s+|\n+", text) if q.rstrip().endswith("?")), None)
+    question = next((q for q in _SENTENCES.split(text) if q.rstrip().endswith("?")), None)
     if question is None:
         return None
     words = _WORDS.findall(text)
