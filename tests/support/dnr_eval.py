@@ -31,7 +31,11 @@ and `sets=(15,)`; 16 and 17 (tests/fixtures/realcorpus/prompts-heldout16.jsonl, 
 more, frozen before the tenth tuning round's measurement (16 terse and irregular, a third in
 full sentences; 17 a week of prompts in one repo: half short, half long, bug reports, reviews,
 docs upkeep, CI and ops work, ports, questions, and re-proposals after a question or a pasted
-traceback), asked for with `sets=(16,)` and `sets=(17,)`. Labels
+traceback), asked for with `sets=(16,)` and `sets=(17,)`; 19
+(tests/fixtures/realcorpus/prompts-heldout19.jsonl) one more, frozen before the eleventh tuning
+round's measurement (written as people who use the projects rather than wrote them: an
+application developer, a product manager, an SRE, a student, a data scientist, naming
+components by what they do), asked for with `sets=(19,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -79,6 +83,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
                 "prompts-heldout12.jsonl", "prompts-heldout13.jsonl", "prompts-heldout14.jsonl",
                 "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl")
+# set 19: prompts-heldout19.jsonl, frozen before the eleventh round's measurement
+PROMPT_FILES += ("prompts-heldout19.jsonl",)
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
