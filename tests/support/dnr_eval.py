@@ -31,7 +31,11 @@ and `sets=(15,)`; 16 and 17 (tests/fixtures/realcorpus/prompts-heldout16.jsonl, 
 more, frozen before the tenth tuning round's measurement (16 terse and irregular, a third in
 full sentences; 17 a week of prompts in one repo: half short, half long, bug reports, reviews,
 docs upkeep, CI and ops work, ports, questions, and re-proposals after a question or a pasted
-traceback), asked for with `sets=(16,)` and `sets=(17,)`. Labels
+traceback), asked for with `sets=(16,)` and `sets=(17,)`; 20
+(tests/fixtures/realcorpus/prompts-heldout20.jsonl) one more, frozen before the eleventh
+tuning round's measurement (a month of prompts in mixed lengths: conditionals, negations,
+comparisons with other libraries, numbered plans, prompts quoting the inventory or the docs,
+the project named by its package name), asked for with `sets=(20,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -73,12 +77,14 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-heldout12.jsonl and -13 hold sets 12 and 13, frozen before the eighth round's
 # measurement (12: long prompts as typed in a long session; 13: terse and irregular);
 # prompts-heldout14.jsonl and -15 hold sets 14 and 15, frozen before the ninth round's measurement;
-# prompts-heldout16.jsonl and -17 hold sets 16 and 17, frozen before the tenth round's measurement
+# prompts-heldout16.jsonl and -17 hold sets 16 and 17, frozen before the tenth round's measurement;
+# prompts-heldout20.jsonl holds set 20, frozen before the eleventh round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
                 "prompts-heldout12.jsonl", "prompts-heldout13.jsonl", "prompts-heldout14.jsonl",
-                "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl")
+                "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl",
+                "prompts-heldout20.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
