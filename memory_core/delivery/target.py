@@ -48,7 +48,7 @@ pipeline job playbook bot cluster repo repository network database backend front
 dashboard plugin extension lambda cronjob cron daemon deployment infrastructure infra
 stack chart notebook spreadsheet game device firmware portal intranet monorepo vm server
 project client library sdk handler page config configuration mod addon add-on box
-machine vpc agent runner warehouse
+machine vpc agent runner warehouse port
 """.split())
 # A context that is an exercise, not the product: the work is practice, whatever it builds
 # ("chapter 4 of the networking course", "homework: implement encoding detection in Rust").
@@ -61,7 +61,7 @@ course assignment homework exercise lecture kata interview workshop bootcamp
 # writes ("the Go pipeline"); any other head ("the playbook", "the microservice") by itself
 SHARED_HEADS = frozenset("""
 pipeline stack project server page config configuration handler client library job network
-backend frontend database service box machine extension plugin chart deployment
+backend frontend database service box machine extension plugin chart deployment port
 """.split())
 # A file name written as the target ("to our deploy.sh") is a program of its own
 _FILE = re.compile(r"[\w./-]*[\w-]\.(?:sh|bash|zsh|py|js|mjs|ts|tsx|rb|go|rs|php|java|kt|c|cc|cpp|h|cs|swift|pl|lua|"
@@ -80,6 +80,23 @@ MAX_PHRASE = 7            # words of a noun phrase read after the preposition an
 _CLAUSES = re.compile(r"[,;:!?()\[\]{}\"<>|]|\.(?=\s|$)|\s[-\u2013\u2014]\s")
 _WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9+./-]*(?:'s)?")
 _PARTS = re.compile(r"[^\W_]+")
+
+
+# A numbered variant of a word ("socks5", "authv2", "forms2"): the project that writes the word
+# writes its variant; a new module of its own is often named so
+_VARIANT = re.compile(r"([a-z]{3,}?)(?:v?\d+)")
+
+
+def _unseen(part: str, df: dict) -> bool:
+    """The project's text never writes this part, nor the word it is a numbered variant of."""
+    if df.get(part, 0):
+        return False
+    stem = _VARIANT.fullmatch(part)
+    return not (stem and df.get(stem.group(1), 0))
+
+
+def _stems(parts) -> set[str]:
+    return {m.group(1) for p in parts if (m := _VARIANT.fullmatch(p))}
 
 
 def _singular(word: str) -> str:
@@ -151,8 +168,13 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False):
     ("our deploy.sh"); an owner ("aiohttp's TCPConnector"). A build verb's object (`built`)
     is what is built, not where: its head counts only as a shared head does ("write a small
     daemon listing queues" may be the project's own daemon; "a Go daemon" is not)."""
+    if theirs and built:  # "write their helper module": what is built is someone else's
+        yield _singular(words[-1].removesuffix("'s")) if words else "their", None, _parts(words)
+        return
     for at, word in enumerate(words):
         bare = word.removesuffix("'s")
+        if _singular(bare) == "port" and at + 1 < len(words) and words[at + 1].isdigit():
+            continue  # "on port 8443": a number, not a port of the code
         if _singular(bare) in SYSTEMS:
             modifiers = [w for w in words[:at] if w not in DETERMINERS]
             if theirs:  # "their library", "their SDK": someone else's, whatever its words
@@ -165,8 +187,9 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False):
             else:
                 checked = _parts(modifiers + [bare])
             yield _singular(bare), checked, _parts(words)
-        elif _FILE.fullmatch(bare):  # its folders and extension name nothing: src/pool.py is pool
-            yield "file", [p for p in _parts([bare]) if p not in _TREE_PARTS], _parts(words)
+        elif _FILE.fullmatch(bare):  # "deploy.sh" by its name; "httpx/_forms2.py" by its folders
+            folder = words[at - 1] if at and words[at - 1].endswith("/") else ""  # "httpx/" "_forms2.py"
+            yield "file", _placed_by(folder + bare), _parts(words)
         elif word.endswith("'s"):
             yield "owner", _parts([bare]), _parts(words)
 
@@ -187,6 +210,16 @@ java kt c h cpp md rst txt toml yaml yml json cfg ini
 pyproject setup tox noxfile conftest requirements manifest makefile readme changelog license
 contributing
 """.split())
+
+
+def _placed_by(path: str) -> list[str]:
+    """The parts a path is placed by: its folders, a source tree's generic ones aside; a bare
+    file by its name. A new file in a folder the project writes of ("httpx/_forms2.py") is a
+    file of its own, however new its name; "android/net/pool/" is another tree's."""
+    names = [f for f in re.split(r"/+", path) if f] or [path]
+    folders, name = (names, "") if path.endswith("/") else (names[:-1], names[-1])
+    parts = [p for p in _parts(re.split(r"[/._-]", "/".join(folders))) if p not in _TREE_PARTS]
+    return parts or [p for p in _parts(re.split(r"[._-]", name)) if p not in _TREE_PARTS]
 
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -272,26 +305,51 @@ def foreign_target(prompt: str, seen) -> dict | None:
                                                               for w in shown[1:]):
             wholes.append((written, _singular(words[-1].removesuffix("'s")), parts))
     tools = [(written, parts) for written, parts in instruments(prompt) if parts]
-    trees = [(path, parts) for path in paths(prompt[:2000])
-             if (parts := [p for p in _parts(re.split(r"[/._-]", path)) if p not in _TREE_PARTS])]
-    if not (found or wholes or tools or trees):
+    trees = [(path, parts) for path in paths(prompt[:2000]) if (parts := _placed_by(path))]
+    label = _label(prompt)
+    if not (found or wholes or tools or trees or label):
         return None
     asked = {p for _w, _h, checked, shown in found for p in checked + shown}
     asked |= {p for _w, _h, parts in wholes for p in parts} | {p for _w, parts in tools + trees for p in parts}
-    df = seen(sorted(asked))
+    asked |= {label} if label else set()
+    df = seen(sorted(asked | _stems(asked)))
     for written, head, checked, shown in found:
-        if any(not df.get(p, 0) for p in checked):
-            return {"phrase": written, "head": head, "unseen": [p for p in shown if not df.get(p, 0)]}
+        if any(_unseen(p, df) for p in checked):
+            return {"phrase": written, "head": head, "unseen": [p for p in shown if _unseen(p, df)]}
     for path, parts in trees:  # "android/net/pool/": a tree the project never writes of
-        if any(not df.get(p, 0) for p in parts):
-            return {"phrase": path, "head": "path", "unseen": [p for p in parts if not df.get(p, 0)]}
+        if any(_unseen(p, df) for p in parts):
+            return {"phrase": path, "head": "path", "unseen": [p for p in parts if _unseen(p, df)]}
     for written, head, parts in wholes:
-        if not any(df.get(p, 0) for p in parts):
+        if all(_unseen(p, df) for p in parts):
             return {"phrase": written, "head": head, "unseen": parts}
     for written, parts in tools:
-        if not any(df.get(p, 0) for p in parts):
+        if all(_unseen(p, df) for p in parts):
             return {"phrase": written, "head": "instrument", "unseen": parts}
+    if label and _unseen(label, df):  # "colab: render the templates to a report"
+        return {"phrase": label, "head": "label", "unseen": [label]}
     return None
+
+
+# Leads that file a prompt by the kind of message it is, not by where the work goes: a
+# commit's type, a note's heading ("context: …", "plan: …")
+_MESSAGE_LEADS = frozenset("""
+feat feature fix bug docs doc test tests chore ci build perf refactor style revert nit todo
+context plan next note update idea goal task ask request question proposal background step
+traceback error summary tl;dr tldr ps fyi re commit wip draft
+""".split())
+
+
+def _label(prompt: str) -> str | None:
+    """A one-word lead before a colon that names where the work runs ("colab: …",
+    "terraform: …"), lowercased; a message's own heading ("context:", "feat:") is none."""
+    lead, colon, rest = prompt[:40].partition(":")
+    words = _WORDS.findall(lead)
+    if not colon or len(words) != 1 or lead.strip() != words[0] or rest[:2] == "//":
+        return None
+    parts = _parts(words)
+    if len(parts) != 1 or parts[0] in _MESSAGE_LEADS or _singular(parts[0]) in _MESSAGE_LEADS:
+        return None
+    return parts[0]
 
 
 # Work about a component is not building it again: a test of it, a page of its docs, a
@@ -303,7 +361,7 @@ warning warnings changelog comparison measurement measurements review writeup wr
 note notes faq recipe cookbook section chapter paragraph article post readme slide slides
 sentence sentences pytest unittest testcase translation reference advisory error
 cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
-report
+report text wording
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
@@ -313,7 +371,7 @@ TALKS = frozenset({"talk", "presentation", "slides", "blog", "newsletter", "podc
 SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog", "commit"})
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
-test explain
+test explain pin unpin bump increase decrease lower
 """.split())
 BUILD_VERBS = frozenset("""
 add build create implement design develop write introduce draft rewrite scaffold port
@@ -328,7 +386,7 @@ _ASKS_ABOUT = re.compile(
     r"\b(?:did|didn't|have|haven't|had|has|hasn't)\s+(?:[\w.]+\s+)?"
     r"(?:ever\s+|really\s+|even\s+)?(?:built|added|implemented|designed|written|wrote|created|made|build|add|"
     r"implement|design|write|create|make|shipped|ship|released|chosen|picked|used|gone|done)\b"
-    r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|one)\s+(?:build|add|implement|create|write|make|use)\b"
+    r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|u|one)\s+(?:build|add|implement|create|write|make|use)\b"
     r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b"
     # "how the client build the auth header?", "why the project never build its own jar?"; not
     # "how about we write…", "why not build…"
@@ -345,19 +403,21 @@ _BEHAVES = re.compile(
     r"(?:the|a|an|this|that|these|those|my|our|your|their|its)\s+[^?\n]{1,240}\?", re.I)
 # A prefix that files the request under docs or tests, as a commit subject does ("docs: add a
 # section to the lifespan page"), or a lead phrase naming such work before a colon
-_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo|fix|bug|regression|refactor|perf)(?:\([\w-]+\))?\s*:", re.I)
+_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo|fix|bug|regression|refactor|perf|cfg|config)(?:\([\w-]+\))?\s*:", re.I)
 # A prompt that says it asks for no change: "not asking for a change", "just answer",
 # "discussion only, no code"
 _DISCLAIMS = re.compile(
     r"\bnot\s+asking\s+for\s+(?:a\s+|any\s+)?(?:change|code|fix|rewrite)s?\b"
-    r"|\bjust\s+(?:answer|explain|curious|asking|wondering|tell\s+me)\b"
+    r"|\b(?:just|only)\s+(?:answer|explain|curious|asking|wondering|tell\s+me)\b"
+    r"|\bnot\s+asking\s+(?:you\s+)?to\s+(?:write|build|implement|code|add|make|change)\b"
     r"|\b(?:discussion|question|explanation)\s+only\b"
     r"|\bno\s+code\b(?=\s*(?:[.,;!)]|$|please|just))"
     r"|\b(?:don't|do\s+not)\s+(?:change|touch|write|implement)\s+(?:anything|any\s+code)\b"
     r"|\bjust\s+(?:thoughts|opinions?|an\s+opinion)\b|\bcurious\s*[.!?]?\s*$"
     r"|\bexplain\s+(?:me|to\s+me|please|pls)\b|\bno\s+code\s+changes?\b"
     r"|\bno\s+changes?\s+(?:in|to)\s+(?:the\s+)?(?:library|lib|package|code|project)\b"
-    r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b", re.I)
+    r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b"
+    r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
 # A path in a source tree ("tests/test_chunked.py", "docs/advanced/retries.md", "rust/svc/"):
 # a trailing slash, a file at its end, or three parts; "HTTP/2" and "and/or" are not paths
 _PATH = re.compile(r"(?<![\w:/.])(?:[\w.-]+/){1,8}(?:[\w-]+\.[A-Za-z]{1,6}\b|[\w.-]+/[\w.-]+\b)?"
@@ -375,6 +435,21 @@ _OBJECT_ENDS = _ENDS | frozenset({"about", "how", "what", "why"})
 MAX_CLAUSES = 8           # clauses read for work about what exists; the first build request decides
 _PRONOUNS = frozenset({"me", "us", "you", "them", "him", "her"})  # "write me a commit message"
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*", re.I)
+
+
+# Code is not a request: a fenced block, an identifier with an underscore, a keyword argument
+# ("port=443", "raise_server_exceptions=True"), a call ("add(…)") hold no build verb
+_CODE = re.compile(r"```.*?(?:```|$)|\b\w*_\w*|\b[A-Za-z]\w*(?=\s?=[^=]|\()", re.S)
+# An object that only points back at what was named before it ("deprecation warning: emit
+# one when …", "a benchmark: write it"): the work is what the sign named
+# What "raise" builds: an error raised is new behaviour; "raise the timeout" turns a setting up
+_RAISED = frozenset({"error", "exception", "warning", "clear", "helpful", "typeerror", "valueerror",
+                     "custom", "specific", "proper", "new", "better", "dedicated", "meaningful"})
+_PRO_FORMS = frozenset({"one", "ones", "it", "them", "this", "that", "these", "those"})
+
+
+def _prose(text: str) -> str:
+    return _CODE.sub(" ", text)
 
 
 def _head(word: str) -> str:
@@ -418,9 +493,12 @@ def about_work(prompt: str) -> dict | None:
     # security review wants digest. Let's write DigestAuth ourselves"; "Step 1: document the
     # use case. Step 2: write our own handshake")
     found = lead_sign
-    for n, clause in enumerate(_CLAUSES.split(prompt[:2000])[:MAX_CLAUSES]):
+    for n, clause in enumerate(_CLAUSES.split(_prose(prompt[:2000]))[:MAX_CLAUSES]):
         words = _WORDS.findall(clause)
         low = [w.lower() for w in words]
+        if n == 0 and len(low) > 2 and _head(low[0]) in ABOUT and low[1] in PREPOSITIONS:
+            found = found or {"title": " ".join(words[:4])}  # "deprecation of on_startup …"
+            continue
         if n == 0 and "existing" in low[:24]:
             at = low.index("existing")
             return {"says": " ".join(words[max(0, at - 1):at + 3])}
@@ -439,6 +517,10 @@ def about_work(prompt: str) -> dict | None:
             if word in ABOUT_VERBS and (at == 0 or low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}):
                 found = found or {"verb": words[at]}
                 break
+            if word == "raise" and at + 2 < len(low) and low[at + 1] in DETERMINERS \
+                    and words[at + 2].islower() and _head(low[at + 2]) not in _RAISED:
+                found = found or {"verb": " ".join(words[at:at + 3])}  # "raise the timeout": a tweak
+                break
             if word == "fix" and at and low[at - 1] in {"and", "then", "to", "please"}:
                 found = found or {"verb": words[at]}  # "track down why and fix it": a bug in what exists
                 break
@@ -456,6 +538,9 @@ def about_work(prompt: str) -> dict | None:
                         or any(w.lower() in SAMPLES for w in run[:-1])):
                 found = found or {"object": " ".join(run)}
                 break
+            if found and at + 1 < len(low) and low[at + 1] in _PRO_FORMS and (
+                    at + 2 == len(low) or low[at + 2] in _OBJECT_ENDS):
+                break  # "deprecation warning: emit one when …": the object is what the sign named
             return None  # a build request
     if found:
         return found
@@ -468,7 +553,7 @@ def _only_asks(text: str) -> dict | None:
     question = next((q for q in _SENTENCES.split(text) if q.rstrip().endswith("?")), None)
     if question is None:
         return None
-    words = _WORDS.findall(text)
+    words = _WORDS.findall(_prose(text))
     for at, word in enumerate(words):
         if word.lower() in BUILD_VERBS and not (at and (words[at - 1].lower() in DETERMINERS
                                                          or words[at - 1].lower() in PREPOSITIONS - {"to"}

@@ -408,3 +408,84 @@ def test_context_before_a_request_that_says_where_is_not_the_target():
     # a request that points back at the context is aimed where the context is
     back = "The warehouse scanner's admin page wants websockets. Add WebSocket support to it"
     assert foreign_target(back, seen) is not None
+
+
+# Round 11, written from sets 11, 16 and 17 (read after their fresh measurement) and the last
+# fires of set 12: re-proposals held by a new file's name or a numbered variant of a word,
+# and the forms of the near misses let through. New sentences.
+
+def test_a_new_file_in_the_projects_folder_is_placed_by_the_folder_not_its_new_name():
+    seen = _seen({"httpx", "client", "cookie", "jar", "new", "write", "pool"})
+    assert foreign_target("write a new cookie jar from scratch in httpx/_jarlib.py", seen) is None
+    assert foreign_target("write our own cookie jar under httpx/_jar_next/", seen) is None
+    # a folder the project never writes of is still another tree, and so is a bare file
+    assert "fastly" in foreign_target("write a cookie jar in tools/fastly/jar.py", seen)["unseen"]
+    assert foreign_target("write a cookie jar in tools/jar/", seen)["head"] == "path"
+    assert foreign_target("add the cookie jar to our `edgeworker.py`", seen)["head"] == "file"
+
+
+@pytest.mark.parametrize("prompt", [
+    "write a new SOCKS5 client from scratch for the client",
+    "implement cookiesv2 handling in the client: a jar per host",
+])
+def test_a_numbered_variant_of_a_word_the_project_writes_is_that_word(prompt):
+    assert foreign_target(prompt, _seen({"socks", "client", "cookies", "jar", "host", "handling"})) is None
+
+
+def test_a_word_the_project_never_writes_stays_unseen_with_a_number_on_it():
+    found = foreign_target("write a client for the Zeromq4 service", _seen({"client", "service"}))
+    assert found is not None and "zeromq4" in found["unseen"], found
+
+
+@pytest.mark.parametrize("prompt, head", [
+    ("the Swift port needs cookie persistence: write the jar there", "port"),
+    ("write their retry module for the uploader", "module"),
+    ("kaggle: stream the response body into a dataframe, no server", "label"),
+])
+def test_a_port_their_object_or_a_lead_naming_where_it_runs_is_another_system(prompt, head):
+    seen = _seen({"cookie", "persistence", "jar", "retry", "uploader", "stream", "response", "body", "port"})
+    found = foreign_target(prompt, seen)
+    assert found is not None and found["head"] == head, found
+
+
+@pytest.mark.parametrize("prompt", [
+    "listen on port 8443 and write our own TLS handshake",      # a port number is no system
+    "context: the pool leaks. write our own connection pool",   # a message's heading names no place
+    "feat: signed cookie sessions, write ours",
+])
+def test_a_port_number_or_a_messages_heading_is_not_another_system(prompt):
+    seen = _seen({"listen", "tls", "handshake", "pool", "leaks", "connection", "signed", "cookie", "sessions"})
+    assert foreign_target(prompt, seen) is None
+
+
+@pytest.mark.parametrize("prompt, key", [
+    # a build verb in code is no request: a keyword argument, an identifier, a fenced block
+    ("write a regression test for cookie expiry, raise_on_status=True", "object"),
+    ("```\nsession.mount('https://', adapter, port=8443)\n```\ndoes the mount see the port? which adapter wins?",
+     "asks"),
+    # an object pointing back at the sign keeps it; a title names the work
+    ("migration note: draft one for the removed verify default", "filed"),
+    ("deprecation of the proxies argument - write the warning text", "title"),
+    ("cfg: bump the pool limit for the staging client", "filed"),
+    # a disclaimer in other words, a setting turned up, a pin
+    ("would a second pool per host help? only asking", "disclaims"),
+    ("should the client retry on 503 by itself? discuss; I'm not asking you to implement it", "disclaims"),
+    ("bump certifi in the lock file and leave the TLS verification code alone", "disclaims"),
+    ("raise the read timeout to 30 s for the nightly export", "verb"),
+    ("pin anyio below 5 in the test extra", "verb"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_eleven(prompt, key):
+    from memory_core.delivery.target import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "raise a TooManyRedirects of our own when the hops run out, write it in the client",
+    "deprecation warning: first write our own retry policy, then warn on the old one",
+    "benchmark of the pool: later. now write our own connection pool",
+])
+def test_a_raised_error_or_a_build_request_after_a_sign_is_not_held(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
