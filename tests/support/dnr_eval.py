@@ -41,7 +41,10 @@ application developer, a product manager, an SRE, a student, a data scientist, n
 components by what they do), asked for with `sets=(19,)`; 20 (prompts-heldout20.jsonl) a month
 of prompts in mixed lengths (conditionals, negations, comparisons with other libraries,
 numbered plans, prompts quoting the inventory or the docs, the project named by its package
-name), asked for with `sets=(20,)`; 18, 19 and 20 were frozen together. Labels
+name), asked for with `sets=(20,)`; 18, 19 and 20 were frozen together; 22
+(prompts-heldout22.jsonl) one more, frozen before the twelfth tuning round's measurement
+(prompts heavy with pasted material: tracebacks, diffs, log lines, CI output, config files,
+issue text and code, with a short ask before or after), asked for with `sets=(22,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -84,13 +87,15 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # measurement (12: long prompts as typed in a long session; 13: terse and irregular);
 # prompts-heldout14.jsonl and -15 hold sets 14 and 15, frozen before the ninth round's measurement;
 # prompts-heldout16.jsonl and -17 hold sets 16 and 17, frozen before the tenth round's measurement;
-# prompts-heldout18.jsonl, -19 and -20 hold sets 18, 19 and 20, frozen before the eleventh round's measurement
+# prompts-heldout18.jsonl, -19 and -20 hold sets 18, 19 and 20, frozen before the eleventh round's measurement;
+# prompts-heldout22.jsonl holds set 22 (pasted material with a short ask), frozen before the twelfth's
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
                 "prompts-heldout12.jsonl", "prompts-heldout13.jsonl", "prompts-heldout14.jsonl",
                 "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl",
-                "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl")
+                "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl",
+                "prompts-heldout22.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
