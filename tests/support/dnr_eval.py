@@ -41,7 +41,10 @@ application developer, a product manager, an SRE, a student, a data scientist, n
 components by what they do), asked for with `sets=(19,)`; 20 (prompts-heldout20.jsonl) a month
 of prompts in mixed lengths (conditionals, negations, comparisons with other libraries,
 numbered plans, prompts quoting the inventory or the docs, the project named by its package
-name), asked for with `sets=(20,)`; 18, 19 and 20 were frozen together. Labels
+name), asked for with `sets=(20,)`; 18, 19 and 20 were frozen together; 23 (prompts-heldout23.jsonl)
+one more, frozen before the twelfth tuning round's measurement (conversational turns deep in a
+session: replies to what the assistant just did, corrections, follow-ups naming a component
+only by its identifiers, plans in bullet lists, one-line asks), asked for with `sets=(23,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -85,12 +88,14 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-heldout14.jsonl and -15 hold sets 14 and 15, frozen before the ninth round's measurement;
 # prompts-heldout16.jsonl and -17 hold sets 16 and 17, frozen before the tenth round's measurement;
 # prompts-heldout18.jsonl, -19 and -20 hold sets 18, 19 and 20, frozen before the eleventh round's measurement
+# prompts-heldout23.jsonl holds set 23, frozen before the twelfth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
                 "prompts-heldout12.jsonl", "prompts-heldout13.jsonl", "prompts-heldout14.jsonl",
                 "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl",
-                "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl")
+                "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl",
+                "prompts-heldout23.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
