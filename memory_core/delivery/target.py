@@ -122,8 +122,9 @@ def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str
     for clause in _CLAUSES.split(prompt):
         words = _WORDS.findall(clause)
         starts = [at for at, word in enumerate(words) if word.lower() in PREPOSITIONS]
-        if words and words[0].lower() in DETERMINERS - {"a", "an", "all", "some", "every", "each", "that"}:
-            starts.insert(0, -1)  # the subject: read from the determiner on
+        if words and (words[0].lower() in DETERMINERS - {"a", "an", "all", "some", "every", "each", "that"}
+                      or (words[0].endswith("'s") and words[0][:1].isupper() and words[0].lower() != "let's")):
+            starts.insert(0, -1)  # the subject: from the determiner or the owner on ("Rui's hobby project")
         # the object of a build verb: "write `backup.py` with …", "build a Go microservice"
         starts += [at for at, word in enumerate(words[:12]) if word.lower() in BUILD_VERBS]
         for at in starts:
@@ -190,7 +191,7 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False):
         elif _FILE.fullmatch(bare):  # "deploy.sh" by its name; "httpx/_forms2.py" by its folders
             folder = words[at - 1] if at and words[at - 1].endswith("/") else ""  # "httpx/" "_forms2.py"
             yield "file", _placed_by(folder + bare), _parts(words)
-        elif word.endswith("'s"):
+        elif word.endswith("'s") and bare.lower() not in _TIMES:
             yield "owner", _parts([bare]), _parts(words)
 
 
@@ -201,6 +202,19 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False):
 INSTRUMENTS = frozenset({"with", "using", "via"})
 MAX_INSTRUMENT = 2        # a tool's name is a word or two ("cron", "systemd timers"); a longer run
                           # is what the thing has ("with whitelisted Content-Type headers")
+
+
+# What follows "with" and names no tool: a pronoun ("start with mine"), a failure ("the
+# workers die with MemoryError", "fails with ECONNRESET")
+_NO_TOOLS = frozenset({"mine", "ours", "yours", "theirs", "his", "hers", "it", "them", "that", "this", "me", "us"})
+_FAILURE = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt|Timeout)$|^E[A-Z]{3,}$")
+
+
+# Owners that are times, not someone ("Monday's notes", "last week's triage")
+_TIMES = frozenset("""
+monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow tonight week
+month year sprint quarter release morning evening night weekend
+""".split())
 
 
 # A source tree's folders and a file's extension, in any project: they name no other system
@@ -240,10 +254,14 @@ def _from_request(prompt: str) -> str:
         if not words or words[0] not in BUILD_VERBS:
             continue
         ask = [w.lower() for w in _WORDS.findall(_CLAUSES.split(sentence)[0])]
-        places = [ws for _w, ws in phrases(sentence) if ws and ws[0] not in _REFERS]
-        # the request's object or place points back
-        refers = any(a in _POINTING and b in _REFERS for a, b in zip(ask, ask[1:], strict=False))
-        if places and not refers:
+        objects: set = set()
+        found = [(w, ws) for w, ws in phrases(sentence, objects) if ws and ws[0] not in _REFERS]
+        # a place of its own said after a preposition decides, whatever its object points back
+        # at ("write that layer in requests/adapters.py"); "for that" is a purpose, not a place
+        placed = [ws for w, ws in found if w not in objects]
+        refers = any(a in _POINTING and b in _REFERS and not (a == "for" and b in {"that", "this"})
+                     for a, b in zip(ask, ask[1:], strict=False))
+        if placed or (found and not refers):
             return " ".join(sentences[n:])
         return prompt
     return prompt
@@ -274,6 +292,8 @@ def instruments(prompt: str) -> list[tuple[str, list[str]]]:
                     and words[k].lower() not in DETERMINERS:
                 run.append(words[k])
                 k += 1
+            if any(w.lower() in _NO_TOOLS or _FAILURE.search(w) for w in run):
+                continue  # "start with mine", "die with MemoryError": no tool
             if run and len(run) <= MAX_INSTRUMENT and not (k < len(words) and words[k].lower() in {"and", "or"}):
                 out.append((" ".join(run), _parts(run)))  # "with nc and cnonce": a list of parts, no tool
     return out
@@ -293,7 +313,8 @@ def foreign_target(prompt: str, seen) -> dict | None:
         practice = next((_singular(w) for w in words if _singular(w) in EXERCISES), None)
         if practice is not None:
             return {"phrase": written, "head": practice, "unseen": []}
-        for head, checked, shown in _readings(words, written.lower().startswith("their "), written in objects):
+        for head, checked, shown in _readings(words, written.lower().startswith(("their ", "his ", "her ")),
+                                              written in objects):
             if checked is None:
                 return {"phrase": written, "head": head, "unseen": [], "owner": "their"}
             found.append((written, head, checked, shown))
@@ -344,7 +365,8 @@ def _label(prompt: str) -> str | None:
     "terraform: …"), lowercased; a message's own heading ("context:", "feat:") is none."""
     lead, colon, rest = prompt[:40].partition(":")
     words = _WORDS.findall(lead)
-    if not colon or len(words) != 1 or lead.strip() != words[0] or rest[:2] == "//":
+    if not colon or len(words) != 1 or lead.strip() != words[0] or rest[:2] == "//" \
+            or any(c.isdigit() for c in lead):  # "ST-144:", "v2:": a ticket or a version
         return None
     parts = _parts(words)
     if len(parts) != 1 or parts[0] in _MESSAGE_LEADS or _singular(parts[0]) in _MESSAGE_LEADS:
@@ -361,7 +383,7 @@ warning warnings changelog comparison measurement measurements review writeup wr
 note notes faq recipe cookbook section chapter paragraph article post readme slide slides
 sentence sentences pytest unittest testcase translation reference advisory error
 cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
-report text wording
+report text wording conftest
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
@@ -383,9 +405,12 @@ _POINTING = PREPOSITIONS | BUILD_VERBS  # "add it to …", "… support to it": 
 # built BaseHTTPMiddleware at all?", "how do I build a TestClient that runs the lifespan?",
 # "why did requests build SOCKS support on PySocks?"
 _ASKS_ABOUT = re.compile(
-    r"\b(?:did|didn't|have|haven't|had|has|hasn't)\s+(?:[\w.]+\s+)?"
+    r"\b(?:did|didn't|(?:have|haven't|had|has|hasn't)(?=[^.!?\n]{0,200}\?))\s+(?:[\w.]+\s+)?"
     r"(?:ever\s+|really\s+|even\s+)?(?:built|added|implemented|designed|written|wrote|created|made|build|add|"
     r"implement|design|write|create|make|shipped|ship|released|chosen|picked|used|gone|done)\b"
+    # "whether we'd ever write a second adapter": a hypothetical weighed, not a request
+    r"|\bwhether\s+(?:we|they|you|i|it)(?:'d|\s+would|\s+should|\s+could|\s+will)\s+(?:ever\s+)?"
+    r"(?:build|write|add|implement|create|make|ship)\b"
     r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|u|one)\s+(?:build|add|implement|create|write|make|use)\b"
     r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b"
     # "how the client build the auth header?", "why the project never build its own jar?"; not
@@ -417,6 +442,11 @@ _DISCLAIMS = re.compile(
     r"|\bexplain\s+(?:me|to\s+me|please|pls)\b|\bno\s+code\s+changes?\b"
     r"|\bno\s+changes?\s+(?:in|to)\s+(?:the\s+)?(?:library|lib|package|code|project)\b"
     r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b"
+    r"|\bno\s+behaviou?r(?:al)?\s+changes?\b|\bbehaviou?r\b[^.;]{0,40}\bstays?\s+(?:exactly\s+)?(?:as|the\s+same)\b"
+    r"|\b(?:docs?|documentation|tests?)\s+only\b|\bno\s+feature\s+work\b"
+    r"|\bno\s+new\s+(?:[\w-]+\s+){0,2}(?:class(?:es)?|code|features?|modules?|components?)\b"
+    r"|\b(?:otherwise|else)\s+unchanged\b|\bkeep\s+(?:today's|the\s+current|current|existing|its|the)\s+behaviou?r\b"
+    r"|\bnot\s+a\s+(?:ticket|task|request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing)\b"
     r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
 # A path in a source tree ("tests/test_chunked.py", "docs/advanced/retries.md", "rust/svc/"):
 # a trailing slash, a file at its end, or three parts; "HTTP/2" and "and/or" are not paths
@@ -424,7 +454,8 @@ _PATH = re.compile(r"(?<![\w:/.])(?:[\w.-]+/){1,8}(?:[\w-]+\.[A-Za-z]{1,6}\b|[\w
                    r"(?![\w/])|(?<![\w:/.])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,6}\b")
 # what places a path: a preposition, a lead's colon ("Puppet: modules/ca/init.pp should…"),
 # a parenthesis after what it locates ("the signup example (examples/signup/app.py)")
-_PLACE = re.compile(r"(?:\b(?:in|into|to|under|inside|within|of|onto|at|from|for)\s+[`'\"(]?|:\s*|\(\s*)$", re.I)
+_PLACE = re.compile(r"(?:\b(?:in|into|to|under|inside|within|of|onto|at|from|for|write|create|add|edit|update)"
+                    r"\s+[`'\"(]?|:\s*|\(\s*)$", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
                           "examples", "example", "benchmarks", "bench"})
 _ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")
@@ -432,16 +463,25 @@ _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _OBJECT_ENDS = _ENDS | frozenset({"about", "how", "what", "why"})
 
 
-MAX_CLAUSES = 8           # clauses read for work about what exists; the first build request decides
+MAX_CLAUSES = 40          # clauses read for work about what exists; the first build request decides
 _PRONOUNS = frozenset({"me", "us", "you", "them", "him", "her"})  # "write me a commit message"
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*", re.I)
 
 
+# A value changed ("max_retries 3 -> 5", "timeout: 10 → 30"): a setting tweaked
+_TWEAK = re.compile(r"\b\d+(?:\.\d+)?\s*[a-z]{0,3}\s*(?:->|→|=>)\s*\d+(?:\.\d+)?\b")
 # Code is not a request: a fenced block, an identifier with an underscore, a keyword argument
 # ("port=443", "raise_server_exceptions=True"), a call ("add(…)") hold no build verb
 _CODE = re.compile(r"```.*?(?:```|$)|\b\w*_\w*|\b[A-Za-z]\w*(?=\s?=[^=]|\()", re.S)
 # An object that only points back at what was named before it ("deprecation warning: emit
 # one when …", "a benchmark: write it"): the work is what the sign named
+# Build verbs that are nouns as often ("the SOCKS port", "a debug log", "the nightly build"):
+# a verb only first in a clause or after a word a verb follows
+_NOUN_VERBS = frozenset({"port", "log", "build", "design", "draft"})
+_BEFORE_VERB = frozenset("""
+to please and then let's lets we i you can could should must will would also now just first
+so pls plz not never why who us we'll i'll you'll they they'll
+""".split())
 # What "raise" builds: an error raised is new behaviour; "raise the timeout" turns a setting up
 _RAISED = frozenset({"error", "exception", "warning", "clear", "helpful", "typeerror", "valueerror",
                      "custom", "specific", "proper", "new", "better", "dedicated", "meaningful"})
@@ -449,7 +489,17 @@ _PRO_FORMS = frozenset({"one", "ones", "it", "them", "this", "that", "these", "t
 
 
 def _prose(text: str) -> str:
-    return _CODE.sub(" ", text)
+    """The text with its code blanked out, each character kept in place."""
+    return _CODE.sub(lambda m: re.sub(r"\S", " ", m.group(0)), text)
+
+
+def _spans(text: str):
+    """Each clause of the text with the offset it starts at."""
+    start = 0
+    for sep in _CLAUSES.finditer(text):
+        yield start, text[start:sep.start()]
+        start = sep.end()
+    yield start, text[start:]
 
 
 def _head(word: str) -> str:
@@ -470,8 +520,11 @@ def about_work(prompt: str) -> dict | None:
     disclaims = _DISCLAIMS.search(prompt[:2000])
     if disclaims:
         return {"disclaims": disclaims.group(0)}
+    tweak = _TWEAK.search(head)
+    if tweak:
+        return {"tweak": tweak.group(0)}
     behaves = _BEHAVES.match(head)
-    if behaves and not any(w.lower() in BUILD_VERBS for w in _WORDS.findall(prompt[behaves.end():2000])):
+    if behaves and not _asks_to_build(_WORDS.findall(_prose(prompt[behaves.end():2000]))):
         return {"asks": behaves.group(0).strip()}
     filed = _FILED.match(head)
     if filed:
@@ -479,6 +532,10 @@ def about_work(prompt: str) -> dict | None:
     lead, colon, _rest = head.partition(":")
     lead_words = _WORDS.findall(lead)
     named = [w for w in lead_words if not any(c.isdigit() for c in w)]  # "upgrade guide v1 -> v2"
+    while named and named[-1].lower() in {"only", "just", "too", "first"}:
+        named = named[:-1]  # "soak conftest only:"
+    cut = next((i for i, w in enumerate(named) if i and w.lower() in PREPOSITIONS), None)
+    named = named[:cut] if cut else named  # "release notes for 0.30": notes
     # a lead naming the kind of work ("cleanup:", "for my talk on X:") is a sign, as a subject
     # is: a build request after it still decides ("nit: replace X with a fresh implementation")
     lead_sign = None
@@ -486,14 +543,17 @@ def about_work(prompt: str) -> dict | None:
                                                 or any(w.lower() in TALKS and lead_words[i - 1].lower() in DETERMINERS
                                                        for i, w in enumerate(lead_words) if i)):
         lead_sign = {"filed": lead.strip()}
-    for path in paths(prompt[:2000]):
-        if path.split("/", 1)[0].lower() in _ABOUT_TREES or path.lower().endswith(_ABOUT_FILES):
-            return {"path": path}
+    # a file of the docs or the tests is a sign, as a lead is ("The flaky test in
+    # tests/test_asgi.py: leave it. … let's write our own decoder")
+    text = _prose(prompt[:2000])
+    about_paths = [(at, path) for at, path in _placed_paths(prompt[:2000])
+                   if path.split("/", 1)[0].lower() in _ABOUT_TREES or path.lower().endswith(_ABOUT_FILES)]
+    lead_sign = lead_sign or ({"path": about_paths[0][1]} if about_paths else None)
     # the first sign of work about what exists, unless a build request follows it ("The
     # security review wants digest. Let's write DigestAuth ourselves"; "Step 1: document the
     # use case. Step 2: write our own handshake")
     found = lead_sign
-    for n, clause in enumerate(_CLAUSES.split(_prose(prompt[:2000]))[:MAX_CLAUSES]):
+    for n, (start, clause) in enumerate(list(_spans(text))[:MAX_CLAUSES]):
         words = _WORDS.findall(clause)
         low = [w.lower() for w in words]
         if n == 0 and len(low) > 2 and _head(low[0]) in ABOUT and low[1] in PREPOSITIONS:
@@ -527,6 +587,8 @@ def about_work(prompt: str) -> dict | None:
             if word not in BUILD_VERBS or (at and (low[at - 1] in DETERMINERS
                                                    or (low[at - 1].endswith("'s") and low[at - 1] != "let's"))):
                 continue  # "the build server", "the project's log"
+            if word in _NOUN_VERBS and at and low[at - 1] not in _BEFORE_VERB:
+                continue  # "through Tor's SOCKS port", "the debug log": a noun
             run = []  # the object, as written; its head is its last word's last part
             for w in words[at + 1:at + 1 + MAX_PHRASE]:
                 last = _CAMEL_SPLIT.split(w)[-1].lower()
@@ -539,8 +601,11 @@ def about_work(prompt: str) -> dict | None:
                 found = found or {"object": " ".join(run)}
                 break
             if found and at + 1 < len(low) and low[at + 1] in _PRO_FORMS and (
-                    at + 2 == len(low) or low[at + 2] in _OBJECT_ENDS):
+                    at + 2 == len(low) or low[at + 2] in _OBJECT_ENDS or low[at + 2] in {"up", "out", "down"}):
                 break  # "deprecation warning: emit one when …": the object is what the sign named
+            placed = next((path for p_at, path in about_paths if p_at >= start), None)
+            if placed:  # "write the failing test in tests/test_mock.py": the request writes a test
+                return {"path": placed}
             return None  # a build request
     if found:
         return found
@@ -553,19 +618,36 @@ def _only_asks(text: str) -> dict | None:
     question = next((q for q in _SENTENCES.split(text) if q.rstrip().endswith("?")), None)
     if question is None:
         return None
-    words = _WORDS.findall(_prose(text))
-    for at, word in enumerate(words):
-        if word.lower() in BUILD_VERBS and not (at and (words[at - 1].lower() in DETERMINERS
-                                                         or words[at - 1].lower() in PREPOSITIONS - {"to"}
-                                                         or words[at - 1].endswith("'s"))):
-            return None
+    if _asks_to_build(_WORDS.findall(_prose(text))):
+        return None
     return {"asks": question.strip()[:120]}
+
+
+def _asks_to_build(words: list[str]) -> bool:
+    """A build verb in these words is said as a verb: not after a determiner, a preposition or
+    an owner ("the build", "for a write", "the project's log"), and a verb that is as often a
+    noun only where a verb goes ("through the proxy port", "the debug log" are nouns)."""
+    low = [w.lower() for w in words]
+    for at, word in enumerate(low):
+        if word not in BUILD_VERBS:
+            continue
+        before = low[at - 1] if at else ""
+        if before in DETERMINERS or before in PREPOSITIONS - {"to"} or (before.endswith("'s") and before != "let's"):
+            continue
+        if word in _NOUN_VERBS and at and before not in _BEFORE_VERB:
+            continue
+        return True
+    return False
 
 
 def paths(text: str) -> list[str]:
     """The paths of a source tree the text places the work in ("in tests/test_x.py", "under
-    rust/svc/", "of docs/advanced.md"), as written; a path said as context ("scripts/sync.py
-    runs out of memory") or in a URL is not one."""
-    text = _URL.sub(" ", text)
-    return [m.group(0) for m in _PATH.finditer(text)
+    rust/svc/", "of docs/advanced.md", "write docs/faq.md"), as written; a path said as context
+    ("scripts/sync.py runs out of memory") or in a URL is not one."""
+    return [path for _at, path in _placed_paths(text)]
+
+
+def _placed_paths(text: str) -> list[tuple[int, str]]:
+    text = _URL.sub(lambda m: " " * len(m.group(0)), text)
+    return [(m.start(), m.group(0)) for m in _PATH.finditer(text)
             if _PLACE.search(text[max(0, m.start() - 12):m.start()])]

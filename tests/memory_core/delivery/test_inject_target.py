@@ -489,3 +489,76 @@ def test_a_raised_error_or_a_build_request_after_a_sign_is_not_held(prompt):
     from memory_core.delivery.target import about_work
 
     assert about_work(prompt) is None, about_work(prompt)
+
+
+# Round 12, written from sets 18-20 (read after their fresh measurement): re-proposals held
+# by context (a tests path, a long preamble, "for that", a perfect tense, a failure named
+# after "with", a ticket key), and the near misses' forms. New sentences.
+
+@pytest.mark.parametrize("prompt", [
+    "The docs build in docs/conf.py: Sam has it. For 0.30, let's write our own cookie jar from scratch",
+    "Triage notes: one, the login page, two, the footer, three, the search box, four, the export, five, "
+    "the avatars, six, the mailer, seven, the cron, eight, the logs, nine: write our own retry policy",
+])
+def test_a_docs_path_or_a_long_preamble_before_a_build_request_does_not_hold_it(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "Users on slow hotel networks want resumable downloads. Let's add range requests to the client for that",
+    "App developer here: our service calls five hosts. Write a connection pool layer in httpx/_pool.py from scratch",
+    "let's build a way to run work after the page has gone out to the user: our own background tasks",
+    "Wednesday's standup: Ana takes the flaky test; mine is to write an event hooks system. Start with mine",
+    "KV-88: let's write our own multipart encoder for the client",
+    "the workers die with MemoryError on big bodies; write streaming downloads into the client",
+])
+def test_context_before_a_build_request_does_not_hold_it_in_round_twelve(prompt):
+    from memory_core.delivery.target import about_work
+
+    seen = _seen({"range", "requests", "client", "connection", "pool", "workers", "die",
+                  "httpx", "background", "tasks", "event", "hooks", "system", "multipart", "encoder",
+                  "streaming", "downloads", "big", "bodies", "page", "user", "work", "way"})
+    assert about_work(prompt) is None and foreign_target(prompt, seen) is None, (about_work(prompt),
+                                                                               foreign_target(prompt, seen))
+
+
+@pytest.mark.parametrize("prompt, key", [
+    ("1. bisect the pool leak 2. write the failing test in tests/test_pool_leak.py 3. fix it", "path"),
+    ("write docs/how-to/cookies.md: persisting a jar across runs with the client", "path"),
+    ("the changelog entry is done. write the two-line upgrade snippet for docs/upgrading.md", "path"),
+    ("Trace each send of the transport with a span, wrapped from outside; no behaviour change", "disclaims"),
+    ("log which proxy was picked per request, behind the logger; its behaviour stays exactly as it is",
+     "disclaims"),
+    ("Planning thread, not a ticket: could we one day write our own DNS resolver?", "disclaims"),
+    ("a user asks whether we'd ever write a second pool for unix sockets; pros and cons please", "asks"),
+    ("Add a plain-language FAQ entry on uploads to the docs. Docs only, no feature work.", "disclaims"),
+    ("fix the hang in the mock transport and add one changelog line; no new transport classes", "disclaims"),
+    ("Make the warning name the new argument order. The templates class otherwise unchanged.", "disclaims"),
+    ("warn when both data= and json= are passed, and keep today's behaviour exactly", "disclaims"),
+    ("mirror_sync.py: pool_maxsize 10 -> 25, that script only", "tweak"),
+    ("soak conftest only: the client with raise_app_exceptions=False", "filed"),
+    ("release notes for 0.30: the cookie jar's new domain matching; write it up", "filed"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_twelve(prompt, key):
+    from memory_core.delivery.target import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt, head", [
+    ("Nadia's side project (a Flask app) needs a cookie jar; write her jar module there", "owner"),
+    ("write his retry helper for the scraper", "helper"),
+])
+def test_someone_elses_project_or_object_is_another_system(prompt, head):
+    found = foreign_target(prompt, _seen({"cookie", "jar", "module", "retry", "helper", "scraper", "side", "app"}))
+    assert found is not None and (found["head"] == head or found.get("owner") == "their"), found
+
+
+def test_a_noun_that_is_also_a_build_verb_is_no_request_after_a_noun():
+    from memory_core.delivery.target import about_work
+
+    # "port" and "log" after a noun are nouns: the question still asks for nothing
+    assert "asks" in about_work("does the socks proxy port matter? what does the debug log show?")
+    assert about_work("we should port the cookie jar to the client") is None   # a verb after a modal
