@@ -48,7 +48,7 @@ pipeline job playbook bot cluster repo repository network database backend front
 dashboard plugin extension lambda cronjob cron daemon deployment infrastructure infra
 stack chart notebook spreadsheet game device firmware portal intranet monorepo vm server
 project client library sdk handler page config configuration mod addon add-on box
-machine vpc agent runner warehouse port
+machine vpc agent runner warehouse port crate
 """.split())
 # A context that is an exercise, not the product: the work is practice, whatever it builds
 # ("chapter 4 of the networking course", "homework: implement encoding detection in Rust").
@@ -383,7 +383,8 @@ warning warnings changelog comparison measurement measurements review writeup wr
 note notes faq recipe cookbook section chapter paragraph article post readme slide slides
 sentence sentences pytest unittest testcase translation reference advisory error
 cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
-report text wording conftest
+report text wording conftest fix bugfix answer reply email comment logging tracing metrics
+instrumentation
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
@@ -393,7 +394,7 @@ TALKS = frozenset({"talk", "presentation", "slides", "blog", "newsletter", "podc
 SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog", "commit"})
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
-test explain pin unpin bump increase decrease lower
+test explain pin unpin bump increase decrease lower reply answer triage
 """.split())
 BUILD_VERBS = frozenset("""
 add build create implement design develop write introduce draft rewrite scaffold port
@@ -411,7 +412,7 @@ _ASKS_ABOUT = re.compile(
     # "whether we'd ever write a second adapter": a hypothetical weighed, not a request
     r"|\bwhether\s+(?:we|they|you|i|it)(?:'d|\s+would|\s+should|\s+could|\s+will)\s+(?:ever\s+)?"
     r"(?:build|write|add|implement|create|make|ship)\b"
-    r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|u|one)\s+(?:build|add|implement|create|write|make|use)\b"
+    r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|u|one)\s+(?:build|add|implement|create|write|make|use|design)\b"
     r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b"
     # "how the client build the auth header?", "why the project never build its own jar?"; not
     # "how about we write…", "why not build…"
@@ -433,7 +434,11 @@ _FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo|fix|bug|regression|
 # "discussion only, no code"
 _DISCLAIMS = re.compile(
     r"\bnot\s+asking\s+for\s+(?:a\s+|any\s+)?(?:change|code|fix|rewrite)s?\b"
-    r"|\b(?:just|only)\s+(?:answer|explain|curious|asking|wondering|tell\s+me)\b"
+    r"|\b(?:just|only)\s+(?:answer|explain|curious|asking|wondering|tell\s+me|talking|chatting|thinking)\b"
+    r"|\b(?:is|are|stays?|remains?)\s+(?:untouched|unchanged)\b"
+    r"|\b(?:itself|in\s+(?:the\s+)?[\w.-]+)\s+(?:is|are)\s+(?:fine|correct)\s*(?:[.;!]|$)"
+    r"|\b(?:stays|remains)(?:\s+as\s+is|\s+the\s+same|\s+for\s+\w+(?:\s+\w+)?)?\s*[.!]?\s*$"
+    r"|\b(?:and|but)\s+nothing\s+(?:else\s+)?in\s+(?:the\s+)?[\w.-]+\s*[.!]?\s*$"
     r"|\bnot\s+asking\s+(?:you\s+)?to\s+(?:write|build|implement|code|add|make|change)\b"
     r"|\b(?:discussion|question|explanation)\s+only\b"
     r"|\bno\s+code\b(?=\s*(?:[.,;!)]|$|please|just))"
@@ -472,7 +477,9 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*", re.I)
 _TWEAK = re.compile(r"\b\d+(?:\.\d+)?\s*[a-z]{0,3}\s*(?:->|→|=>)\s*\d+(?:\.\d+)?\b")
 # Code is not a request: a fenced block, an identifier with an underscore, a keyword argument
 # ("port=443", "raise_server_exceptions=True"), a call ("add(…)") hold no build verb
-_CODE = re.compile(r"```.*?(?:```|$)|\b\w*_\w*|\b[A-Za-z]\w*(?=\s?=[^=]|\()", re.S)
+_CODE = re.compile(r"```.*?(?:```|$)|\b\w*_\w*|\b[A-Za-z]\w*(?=\s?=[^=]|\()"
+                   # a quotation of three words or more is someone's words, not the request
+                   r"""|(?<!\w)'(?=\S)[^\n]*?\s[^\n]*?\s[^\n]*?(?<=\S)'(?!\w)|"[^"\n]*?\s[^"\n]*?\s[^"\n]*?"|“[^”\n]*”""", re.S)
 # An object that only points back at what was named before it ("deprecation warning: emit
 # one when …", "a benchmark: write it"): the work is what the sign named
 # Build verbs that are nouns as often ("the SOCKS port", "a debug log", "the nightly build"):
@@ -486,6 +493,17 @@ so pls plz not never why who us we'll i'll you'll they they'll
 _RAISED = frozenset({"error", "exception", "warning", "clear", "helpful", "typeerror", "valueerror",
                      "custom", "specific", "proper", "new", "better", "dedicated", "meaningful"})
 _PRO_FORMS = frozenset({"one", "ones", "it", "them", "this", "that", "these", "those"})
+
+
+def _gerund(word: str) -> str:
+    """The verb of a gerund ("writing": write, "adding": add); the word itself otherwise."""
+    if not word.endswith("ing") or len(word) < 6:
+        return word
+    stem = word[:-3]
+    for verb in (stem, stem + "e", stem[:-1]):
+        if verb in BUILD_VERBS:
+            return verb
+    return word
 
 
 def _prose(text: str) -> str:
@@ -529,7 +547,7 @@ def about_work(prompt: str) -> dict | None:
     filed = _FILED.match(head)
     if filed:
         return {"filed": filed.group(0).strip()}
-    lead, colon, _rest = head.partition(":")
+    lead, colon, _rest = _prose(head).partition(":")
     lead_words = _WORDS.findall(lead)
     named = [w for w in lead_words if not any(c.isdigit() for c in w)]  # "upgrade guide v1 -> v2"
     while named and named[-1].lower() in {"only", "just", "too", "first"}:
@@ -584,6 +602,8 @@ def about_work(prompt: str) -> dict | None:
             if word == "fix" and at and low[at - 1] in {"and", "then", "to", "please"}:
                 found = found or {"verb": words[at]}  # "track down why and fix it": a bug in what exists
                 break
+            if at and low[at - 1] == "by" and _gerund(word) in BUILD_VERBS:
+                word = _gerund(word)  # "fix it by writing a signed-cookie middleware": a request
             if word not in BUILD_VERBS or (at and (low[at - 1] in DETERMINERS
                                                    or (low[at - 1].endswith("'s") and low[at - 1] != "let's"))):
                 continue  # "the build server", "the project's log"
@@ -596,6 +616,8 @@ def about_work(prompt: str) -> dict | None:
                     break
                 if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
                     run.append(w)
+            while run and run[-1].lower() in {"only", "too"}:
+                run = run[:-1]  # "write the reply only"
             if run and (_head(run[-1]) in ABOUT or run[-1].lower() in ABOUT
                         or any(w.lower() in SAMPLES for w in run[:-1])):
                 found = found or {"object": " ".join(run)}

@@ -562,3 +562,43 @@ def test_a_noun_that_is_also_a_build_verb_is_no_request_after_a_noun():
     # "port" and "log" after a noun are nouns: the question still asks for nothing
     assert "asks" in about_work("does the socks proxy port matter? what does the debug log show?")
     assert about_work("we should port the cookie jar to the client") is None   # a verb after a modal
+
+
+# Round 13, written from sets 21-23 (read after their fresh measurement): maintainers'
+# replies and triage, pasted material, session follow-ups. New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    ("draft a polite reply to the reporter explaining how the pool timeout works", "object"),
+    ("Reply with the limits example from the docs and close the issue", "verb"),
+    ("write an email to the vendor asking for their accepted cookie format", "object"),
+    ("answer the question in the thread: read the redirect code path and write the reply only", "verb"),
+    ("add tracing around the redirect loop so each hop is a span", "object"),
+    ("add structured logging around the cookie jar, names only, never values", "object"),
+    ("the flaky test compares bytes to str; fix the assertion. The cookie jar itself is correct.", "disclaims"),
+    ("make the PAC file send .onion hosts to the local proxy; the proxy support in the library is untouched",
+     "disclaims"),
+    ("write the config snippet for their load balancer and nothing in httpx", "disclaims"),
+    ("a user writes 'I'd build my own retry layer if the pool let me'. Reply with the Limits example", "verb"),
+    ("how would you design the cookie jar if you were starting today? just talking", "asks"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_thirteen(prompt, key):
+    from memory_core.delivery.target import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    # a paste before the ask is not its lead; a gerund after "by" is a request
+    "```\nssl.SSLError: bad handshake\n```\nImplement our own TLS verification in the client",
+    "The audit found unsigned cookies. Fix it by writing our own signed-cookie session middleware",
+    "the old jar is fine for tests but let's write a new cookie jar for the client",
+])
+def test_a_paste_a_gerund_request_or_a_contrast_is_not_about_what_exists(prompt):
+    from memory_core.delivery.target import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
+
+
+def test_a_crate_is_another_languages_package():
+    found = foreign_target("add a connection pool to that crate", _seen({"connection", "pool"}))
+    assert found is not None and found["head"] == "crate", found
