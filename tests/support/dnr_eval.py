@@ -54,6 +54,13 @@ asked for with `sets=(22,)` and `sets=(23,)`; 21, 22 and 23 were frozen together
 correct only when it names the expected subsystem: one naming anything else is a false one,
 whatever the prompt's label. Used by tests/memory_core/delivery/test_inject_realcorpus.py and
 benchmarks/bench_dnr.py.
+
+Set 25 (prompts-heldout25.jsonl), frozen before the thirteenth tuning round's measurement: a
+new team's first week in one repo after taking over its maintenance (onboarding and handover
+pages, first on-call bugs, inherited CI and deploy files, reading-group questions, test
+refactors, ports, plans), half short, half long; re-proposals plain, by identifiers, or buried
+in standup notes and recaps, often from not knowing the component exists; asked for with
+`sets=(25,)`.
 """
 
 from __future__ import annotations
@@ -101,6 +108,9 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl",
                 "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl",
                 "prompts-heldout21.jsonl", "prompts-heldout22.jsonl", "prompts-heldout23.jsonl")
+# --- set 25: prompts-heldout25.jsonl, frozen before the thirteenth round's measurement ---
+PROMPT_FILES = (*PROMPT_FILES, "prompts-heldout25.jsonl")
+# --- end of set 25 ---
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
