@@ -48,7 +48,11 @@ half short, half long; re-proposals plain, buried in context or by identifiers o
 for with `sets=(21,)`; 22 (prompts-heldout22.jsonl) prompts heavy with pasted tracebacks,
 diffs, logs, CI output and config before or after a short ask, and 23 (prompts-heldout23.jsonl)
 turns inside a long session (replies, corrections, follow-ups by identifiers, bullet plans),
-asked for with `sets=(22,)` and `sets=(23,)`; 21, 22 and 23 were frozen together. Labels
+asked for with `sets=(22,)` and `sets=(23,)`; 21, 22 and 23 were frozen together; 26
+(prompts-heldout26.jsonl) one more, frozen before the thirteenth tuning round's measurement
+(every earlier style in equal parts: short imperatives, long context-first prompts, terse
+fragments, pasted material with an ask, follow-ups in a session, questions; by maintainers
+and by users), asked for with `sets=(26,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -94,13 +98,15 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-heldout18.jsonl, -19 and -20 hold sets 18, 19 and 20, frozen before the eleventh round's measurement
 # prompts-heldout21.jsonl, -22 and -23 hold sets 21, 22 and 23, frozen before the twelfth round's
 # measurement
+# prompts-heldout26.jsonl holds set 26, frozen before the thirteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
                 "prompts-heldout12.jsonl", "prompts-heldout13.jsonl", "prompts-heldout14.jsonl",
                 "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl",
                 "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl",
-                "prompts-heldout21.jsonl", "prompts-heldout22.jsonl", "prompts-heldout23.jsonl")
+                "prompts-heldout21.jsonl", "prompts-heldout22.jsonl", "prompts-heldout23.jsonl",
+                "prompts-heldout26.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
