@@ -52,7 +52,9 @@ asked for with `sets=(22,)` and `sets=(23,)`; 21, 22 and 23 were frozen together
 (prompts-heldout24.jsonl) one more, frozen before the thirteenth tuning round's measurement
 (prompts heavy with pasted material from other situations: resolver errors, docker and CI logs,
 mypy and coverage output, profiles, bisects, HAR and strace, infra and other systems' config,
-the ask before or after the paste), asked for with `sets=(24,)`. Labels
+the ask before or after the paste), asked for with `sets=(24,)`; 25 (prompts-heldout25.jsonl) a
+new team's week of prompts and 26 (prompts-heldout26.jsonl) every earlier style in equal parts,
+asked for with `sets=(25,)` and `sets=(26,)`; 24, 25 and 26 were frozen together. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -98,7 +100,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-heldout18.jsonl, -19 and -20 hold sets 18, 19 and 20, frozen before the eleventh round's measurement
 # prompts-heldout21.jsonl, -22 and -23 hold sets 21, 22 and 23, frozen before the twelfth round's
 # measurement
-# prompts-heldout24.jsonl holds set 24, frozen before the thirteenth round's measurement
+# prompts-heldout24.jsonl, -25 and -26 hold sets 24, 25 and 26, frozen before the thirteenth
+# round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -106,7 +109,7 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl",
                 "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl",
                 "prompts-heldout21.jsonl", "prompts-heldout22.jsonl", "prompts-heldout23.jsonl",
-                "prompts-heldout24.jsonl")
+                "prompts-heldout24.jsonl", "prompts-heldout25.jsonl", "prompts-heldout26.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
