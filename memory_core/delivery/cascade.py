@@ -19,6 +19,7 @@ Each step records its arithmetic in the decision's `detail`.
 
 from __future__ import annotations
 
+import os
 import time
 
 from memory_core.delivery import caps, entries, exists, relevance
@@ -94,7 +95,7 @@ def decide(conn, prompt: str, intent: str, cfg, session_id: str | None, trace,
     from memory_core.delivery import claims, lineage
 
     offered = _offer(conn, corpus, legs, threads)
-    offered = _aimed_elsewhere(conn, p, corpus, offered, detail)
+    offered = _aimed_elsewhere(conn, p, corpus, offered, detail, root)
     if not offered:
         return InjectResult("below_relevance", retrieval_ms=retrieval_ms, detail=detail)
     offered = _meaning_gate(conn, cfg, p, corpus, offered, detail, trace, query_vector)
@@ -311,7 +312,8 @@ def _offer(conn, corpus: Corpus, legs: Legs, threads: list) -> list:
 TARGET_BLOCKS = frozenset({"dnr", "code"})
 
 
-def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dict) -> list:
+def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dict,
+                     root: str | None = None) -> list:
     """A DO-NOT-REBUILD (an entry's or a component's from the code) is held when the prompt is
     work about what exists (a test, a docs page, a benchmark of it; a question about why it
     was built), and every block when its target is another system ("... to the S3 backup
@@ -320,7 +322,8 @@ def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dic
     goes into the decision row; none left is recorded as the reason."""
     if corpus.icfg.get("foreign_target", "on") != "on" or not offered:
         return offered
-    from memory_core.delivery.target import about_work, foreign_target
+    from memory_core.delivery.about import about_work
+    from memory_core.delivery.target import foreign_target
 
     about = about_work(p.text)
     if about and not any(b in TARGET_BLOCKS for _a, _r, b, _e in offered):
@@ -334,7 +337,7 @@ def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dic
         df = docfreq.doc_freqs(conn, [w for w in words if w not in own], corpus.by_source)
         return {**df, **{w: 1 for w in words if w in own}}
 
-    found = None if about else foreign_target(p.text, seen)
+    found = None if about else foreign_target(p.text, seen, _own_tree(root))
     if found is None and about is None:
         return offered
     # another system's work: none of this project's memory is about it, a dead end or a
@@ -345,6 +348,20 @@ def _aimed_elsewhere(conn, p: Prompt, corpus: Corpus, offered: list, detail: dic
         detail["reason"] = ("the prompt is work about what exists, not building it" if about
                             else "the prompt's target is another system")
     return kept
+
+
+def _own_tree(root: str | None) -> frozenset:
+    """The project's own top folders, lowercased, its root's name among them: a path that
+    starts in one ("httpx/_commandline/") is the project's, however new the rest."""
+    if not root:
+        return frozenset()
+    names = {os.path.basename(os.path.abspath(root)).lower()}
+    try:
+        with os.scandir(root) as entries:
+            names |= {e.name.lower() for e in entries if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)}
+    except OSError:
+        pass
+    return frozenset(names)
 
 
 def _offered_words(offered: list) -> frozenset:

@@ -157,15 +157,16 @@ def build_project(name: str, dest: str, env: dict | None = None, source: str | N
     return root
 
 
-def verdict(conn, cfg, prompt: str, session_id: str) -> dict:
-    """The cascade as the prompt hook runs it: machine turn, intent, then inject.decide."""
+def verdict(conn, cfg, prompt: str, session_id: str, root: str | None = None) -> dict:
+    """The cascade as the prompt hook runs it: machine turn, intent, then inject.decide, with
+    the project root when it is given (as the hook passes it)."""
     text = clean(prompt)
     if system_turn(text):
         return {"outcome": "system_turn", "dnr": [], "text": None}
     intent, _phrase = classify(text)
     if intent is None:
         return {"outcome": "no_intent", "dnr": [], "text": None}
-    result = inject.decide(conn, text, intent, cfg, session_id, Trace())
+    result = inject.decide(conn, text, intent, cfg, session_id, Trace(), root=root)
     return {"outcome": result.outcome, "intent": intent, "text": result.text,
             "dnr": _DNR.findall(result.text or ""), "detail": result.detail}
 
@@ -183,7 +184,7 @@ def evaluate(root: str, prompts: list[dict], cfg_overrides: dict | None = None,
     conn = connect(os.path.join(root, ".memhealth", "memory.db"))
     try:
         # a fresh session per prompt: each is judged on its own, the caps still run
-        return [{**p, **verdict(conn, cfg, p["prompt"], f"{session}-{p['id']}")} for p in prompts]
+        return [{**p, **verdict(conn, cfg, p["prompt"], f"{session}-{p['id']}", root)} for p in prompts]
     finally:
         conn.close()
 

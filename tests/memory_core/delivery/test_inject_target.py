@@ -133,7 +133,7 @@ def test_an_identifier_the_entry_lists_agrees_by_name_below_the_cosine_threshold
     ("implement a cache in front of the existing retry policy", {"says": "the existing retry policy"}),
 ])
 def test_work_about_what_exists_is_read_as_such(prompt, said):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) == said
 
@@ -145,7 +145,7 @@ def test_work_about_what_exists_is_read_as_such(prompt, said):
     "create a pluggable layer under the client so tests can answer requests",
 ])
 def test_building_a_component_is_not_work_about_one(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None
 
@@ -165,13 +165,13 @@ def test_a_file_name_or_someone_elses_thing_is_another_system():
     ("should we have shipped the retry policy as a plugin instead?", {"asks": "have shipped"}),
 ])
 def test_more_forms_of_work_about_what_exists(prompt, said):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) == said
 
 
 def test_talk_as_a_verb_files_nothing():
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work("let the client talk to socks5:// proxies: write our own handshake") is None
 
@@ -244,7 +244,7 @@ def test_a_phrase_of_words_the_project_never_writes_is_another_system_whatever_i
     ("do these event hooks run before or after raise_for_status?", "do these event hooks run before or after raise_for_status?"),
 ])
 def test_a_question_about_how_a_thing_behaves_is_about_what_exists(prompt, asks):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) == {"asks": asks}
 
@@ -257,7 +257,7 @@ def test_a_question_about_how_a_thing_behaves_is_about_what_exists(prompt, asks)
     "does the client retry on 503? if not, add a Retry wrapper with backoff",  # then asks for it
 ])
 def test_a_request_or_a_proposal_put_as_a_question_is_not_held(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None
 
@@ -272,7 +272,7 @@ def test_a_request_or_a_proposal_put_as_a_question_is_not_held(prompt):
     "compare the redirect handling with curl's --location; discussion only, no code",
 ])
 def test_a_prompt_that_says_it_asks_for_no_change_is_about_what_exists(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert "disclaims" in (about_work(prompt) or {}), about_work(prompt)
 
@@ -282,7 +282,7 @@ def test_a_prompt_that_says_it_asks_for_no_change_is_about_what_exists(prompt):
     "my cookie jar has two entries for the same domain after a redirect; which one wins?",
 ])
 def test_a_question_that_asks_for_nothing_to_be_built_is_about_what_exists(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert "asks" in (about_work(prompt) or {}), about_work(prompt)
 
@@ -293,7 +293,7 @@ def test_a_question_that_asks_for_nothing_to_be_built_is_about_what_exists(promp
     "how hard would it be to implement our own SOCKS handshake?",                     # a proposal
 ])
 def test_a_question_that_also_asks_for_a_build_is_not_held(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None
 
@@ -310,7 +310,7 @@ def test_a_question_that_also_asks_for_a_build_is_not_held(prompt):
     ("add one changelog bullet for the timeout fix under Unreleased", {"object": "one changelog bullet"}),
 ])
 def test_a_bug_fix_or_a_document_about_a_component_is_about_what_exists(prompt, said):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) == said
 
@@ -321,7 +321,7 @@ def test_a_bug_fix_or_a_document_about_a_component_is_about_what_exists(prompt, 
      "docs/advanced/retries.md"),
 ])
 def test_a_file_of_the_docs_or_the_tests_is_about_what_exists(prompt, path):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) == {"path": path}
 
@@ -357,7 +357,7 @@ def test_a_build_verbs_object_is_what_is_built_not_where():
 def test_a_path_or_a_project_file_said_as_context_does_not_hold_a_re_proposal(prompt):
     seen = _seen({"register", "new", "pool", "entry", "point", "connection", "client", "streaming", "download",
                   "mode", "memory", "big", "files", "page", "charset", "encoding", "detection", "response"})
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert foreign_target(prompt, seen) is None and about_work(prompt) is None
 
@@ -368,7 +368,7 @@ def test_a_path_or_a_project_file_said_as_context_does_not_hold_a_re_proposal(pr
     "Plan. Step 1: document the proxy use case. Step 2: write our own SOCKS5 handshake in the client.",
 ])
 def test_context_or_a_docs_step_before_a_build_request_does_not_hold_it(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None
 
@@ -385,7 +385,7 @@ def test_context_or_a_docs_step_before_a_build_request_does_not_hold_it(prompt):
     ("write me a commit message for the fix that keeps the Host header on redirects", "object"),
 ])
 def test_more_forms_of_work_about_what_exists_in_rounds_ten(prompt, key):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert key in (about_work(prompt) or {}), about_work(prompt)
 
@@ -396,7 +396,7 @@ def test_more_forms_of_work_about_what_exists_in_rounds_ten(prompt, key):
     "write our own proxy support, no change in the public API",        # a constraint, not a disclaimer
 ])
 def test_a_proposal_or_a_constraint_is_not_about_what_exists(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None
 
@@ -475,7 +475,7 @@ def test_a_port_number_or_a_messages_heading_is_not_another_system(prompt):
     ("pin anyio below 5 in the test extra", "verb"),
 ])
 def test_more_forms_of_work_about_what_exists_in_round_eleven(prompt, key):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert key in (about_work(prompt) or {}), about_work(prompt)
 
@@ -486,7 +486,7 @@ def test_more_forms_of_work_about_what_exists_in_round_eleven(prompt, key):
     "benchmark of the pool: later. now write our own connection pool",
 ])
 def test_a_raised_error_or_a_build_request_after_a_sign_is_not_held(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None, about_work(prompt)
 
@@ -501,7 +501,7 @@ def test_a_raised_error_or_a_build_request_after_a_sign_is_not_held(prompt):
     "the avatars, six, the mailer, seven, the cron, eight, the logs, nine: write our own retry policy",
 ])
 def test_a_docs_path_or_a_long_preamble_before_a_build_request_does_not_hold_it(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None, about_work(prompt)
 
@@ -515,7 +515,7 @@ def test_a_docs_path_or_a_long_preamble_before_a_build_request_does_not_hold_it(
     "the workers die with MemoryError on big bodies; write streaming downloads into the client",
 ])
 def test_context_before_a_build_request_does_not_hold_it_in_round_twelve(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     seen = _seen({"range", "requests", "client", "connection", "pool", "workers", "die",
                   "httpx", "background", "tasks", "event", "hooks", "system", "multipart", "encoder",
@@ -542,7 +542,7 @@ def test_context_before_a_build_request_does_not_hold_it_in_round_twelve(prompt)
     ("release notes for 0.30: the cookie jar's new domain matching; write it up", "filed"),
 ])
 def test_more_forms_of_work_about_what_exists_in_round_twelve(prompt, key):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert key in (about_work(prompt) or {}), about_work(prompt)
 
@@ -557,7 +557,7 @@ def test_someone_elses_project_or_object_is_another_system(prompt, head):
 
 
 def test_a_noun_that_is_also_a_build_verb_is_no_request_after_a_noun():
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     # "port" and "log" after a noun are nouns: the question still asks for nothing
     assert "asks" in about_work("does the socks proxy port matter? what does the debug log show?")
@@ -582,7 +582,7 @@ def test_a_noun_that_is_also_a_build_verb_is_no_request_after_a_noun():
     ("how would you design the cookie jar if you were starting today? just talking", "asks"),
 ])
 def test_more_forms_of_work_about_what_exists_in_round_thirteen(prompt, key):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert key in (about_work(prompt) or {}), about_work(prompt)
 
@@ -594,7 +594,7 @@ def test_more_forms_of_work_about_what_exists_in_round_thirteen(prompt, key):
     "the old jar is fine for tests but let's write a new cookie jar for the client",
 ])
 def test_a_paste_a_gerund_request_or_a_contrast_is_not_about_what_exists(prompt):
-    from memory_core.delivery.target import about_work
+    from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None, about_work(prompt)
 
@@ -602,3 +602,69 @@ def test_a_paste_a_gerund_request_or_a_contrast_is_not_about_what_exists(prompt)
 def test_a_crate_is_another_languages_package():
     found = foreign_target("add a connection pool to that crate", _seen({"connection", "pool"}))
     assert found is not None and found["head"] == "crate", found
+
+
+# Round 14, written from sets 24-26 (read after their fresh measurement). New sentences.
+
+def test_a_path_in_the_projects_own_top_folder_is_the_projects_however_new():
+    seen = _seen({"client", "cookie", "jar", "pool"})
+    tree = frozenset({"httpx", "docs", "tests"})
+    assert foreign_target("write our own cookie jar under httpx/_jarstore/", seen, tree) is None
+    assert foreign_target("write a cookie jar in vendor/jarstore/", seen, tree)["head"] == "path"
+
+
+@pytest.mark.parametrize("prompt", [
+    "Standup, Tuesday: Kim is on the Azure pipeline. Mine: the pool is slow, so I'll write our own pool in the client",
+    "Rather than point them at a recipe, I'll add a cookie jar to the client",
+])
+def test_a_speaker_taking_the_work_on_mid_sentence_is_the_request(prompt):
+    seen = _seen({"pool", "slow", "client", "cookie", "jar", "recipe", "mine", "standup", "tuesday"})
+    assert foreign_target(prompt, seen) is None
+
+
+@pytest.mark.parametrize("prompt, key", [
+    ("that's their base image; our SOCKS proxy support is fine.", "disclaims"),
+    ("write the two rewrite rules for their nginx; it's their redirect loop, nothing in httpx.", "disclaims"),
+    ("handle a BOM in the JSON decoder, plus a test; JSON bodies otherwise stay as they are", "disclaims"),
+    ("would retries still fire if someone implemented their own transport with a cache? it's for the FAQ",
+     "asks"),
+    ("when did we decide the mock transport keeps no history? someone wants call counts", "asks"),
+    ("if we ever write chunked uploads from a generator, does the length header go away?", "asks"),
+    ("would it be a mistake to write a custom convertor for dates, or parse in the endpoint?", "asks"),
+    ("IT wants a PAC file for the fleet; draft it, nothing changes in requests", "disclaims"),
+    ("log the exception class before the 500 goes out, never the traceback", "verb"),
+    ("add a debug log when a streamed body is closed before it was read", "object"),
+    ("docs/cookies.md never says the jar is per client; add that with an example", "path"),
+    ("our demo app: GZipMiddleware(minimum_size=500) instead of the default", "filed"),
+    ("guesses welcome: is the pool per host? opinions wanted", "disclaims"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_fourteen(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt, head", [
+    ("Perl port (ports/p5-http) wants a cookie jar like ours; their module only", "port"),
+    ("the networking course's lab 3: students write a cookie jar", "course"),
+])
+def test_a_named_port_or_a_courses_lab_is_another_system(prompt, head):
+    found = foreign_target(prompt, _seen({"cookie", "jar", "module", "students", "lab"}))
+    assert found is not None and found["head"] == head, found
+
+
+def test_a_participle_or_a_plural_opening_a_prompt_names_no_system():
+    seen = _seen({"pages", "charset", "body", "encoding", "detector"})
+    assert foreign_target("Scraped pages without a charset come out garbled. Write our own encoding detector", seen) is None
+
+
+def test_the_projects_own_tree_is_its_roots_name_and_top_folders(tmp_path):
+    from memory_core.delivery.cascade import _own_tree
+
+    root = tmp_path / "shopfront"
+    (root / "shop").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "README.md").write_text("x")
+    assert _own_tree(str(root)) == {"shopfront", "shop"}
+    assert _own_tree(str(tmp_path / "missing")) == {"missing"}   # an unreadable root names only itself
+    assert _own_tree(None) == frozenset()

@@ -1,0 +1,322 @@
+"""Work about what exists: a prompt that tests, documents, measures, fixes, answers for or
+asks about a component is not a request to build it again, whatever words it shares with it.
+
+    about_work("add a regression test checking that redirect handling keeps the header")
+    # {"object": "regression test"}
+
+Read lexically, before any embedding is asked, beside `target.foreign_target` (the work goes
+to another system). The signs: a question about the past or a how-to ("why did we build…",
+"how do I build…"), a disclaimer ("no code change", "docs only", "the pool itself is
+correct"), a question that asks for nothing to be built, a lead or a subject naming such work
+(`docs: …`, "the docs page on Session objects…"), a file of the docs or the tests, a verb of
+measuring, documenting or testing, an object that is an artifact about a component ("a
+how-to page", "an example app", "a reply"), a setting tweaked ("max_retries 3 -> 5"). A sign
+stands unless a later build request overrides it ("The security review wants digest. Let's
+write DigestAuth ourselves"). Code, quotations and pastes are not the request.
+
+Every rule came from a false fire in a labeled set, and each round was measured on held-out
+sets frozen before it (docs/internals/evaluation.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_core.delivery.target import (
+    BUILD_VERBS,
+    CLAUSES,
+    DETERMINERS,
+    MAX_PHRASE,
+    PHRASE_ENDS,
+    PREPOSITIONS,
+    SENTENCES,
+    WORDS,
+    placed_paths,
+    singular,
+)
+
+# Work about a component is not building it again: a test of it, a page of its docs, a
+# benchmark, a warning in it ("add a regression test checking that redirect handling keeps
+# the header", "write a how-to page for the existing timeout configuration").
+ABOUT = frozenset("""
+test tests benchmark benchmarks page docs documentation tutorial guide example examples
+warning warnings changelog comparison measurement measurements review writeup write-up
+note notes faq recipe cookbook section chapter paragraph article post readme slide slides
+sentence sentences pytest unittest testcase translation reference advisory error
+cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
+report text wording conftest fix bugfix answer reply email comment logging tracing metrics log
+instrumentation
+""".split())
+# A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
+# which Chrome version dropped server push?"): it asks about the feature, for an audience
+TALKS = frozenset({"talk", "presentation", "slides", "blog", "newsletter", "podcast", "meetup", "keynote"})
+# An object qualified by one of these is a sample of a component, not the component ("an
+# example app that uses TestClient.websocket_connect")
+SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog", "commit"})
+ABOUT_VERBS = frozenset("""
+benchmark benchmarks measure measures profile document documents review compare deprecate
+test explain pin unpin bump increase decrease lower reply answer triage confirm log
+""".split())
+# A build verb in the past or in a question about using what exists asks about it, not for
+# it again: "why did we build the transport API around handle_request?", "should we have
+# built BaseHTTPMiddleware at all?", "how do I build a TestClient that runs the lifespan?",
+# "why did requests build SOCKS support on PySocks?"
+_ASKS_ABOUT = re.compile(
+    r"\b(?:did|didn't|(?:have|haven't|had|has|hasn't)(?=[^.!?\n]{0,200}\?))\s+(?:[\w.]+\s+)?"
+    r"(?:ever\s+|really\s+|even\s+)?(?:built|added|implemented|designed|written|wrote|created|made|build|add|"
+    r"implement|design|write|create|make|shipped|ship|released|chosen|picked|used|gone|done)\b"
+    r"|\b(?:when|why)\s+did\s+(?:we|they|you)\b"
+    # "if we ever write a streaming upload, does chunked transfer kick in?", "would it be a
+    # mistake to write …?": a hypothetical asked about
+    r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:wrote|write|built|build|implemented|"
+    r"implement|added|add|made|make)\b(?=[^?]{0,200}\?)"
+    r"|\b(?:would|is|was)\s+it\s+(?:be\s+)?(?:a\s+mistake|overkill|wise|worth\s+it|a\s+bad\s+idea)\s+to\b"
+    # "whether we'd ever write a second adapter": a hypothetical weighed, not a request
+    r"|\bwhether\s+(?:we|they|you|i|it)(?:'d|\s+would|\s+should|\s+could|\s+will)\s+(?:ever\s+)?"
+    r"(?:build|write|add|implement|create|make|ship)\b"
+    r"|\bhow\s+(?:do|does|can|should|would|could)\s+(?:i|you|u|one)\s+(?:build|add|implement|create|write|make|use|design)\b"
+    r"|\bhow\s+(?:do|does|can|should)\s+we\s+(?:use)\b"
+    # "how the client build the auth header?", "why the project never build its own jar?"; not
+    # "how about we write…", "why not build…"
+    r"|\bhow\s+(?!about\b)(?:[\w.]+\s+){1,2}(?:builds?|implements?|makes?|writes?|creates?|adds?|picks?)\b(?=[^?]{0,200}\?)"
+    r"|\bwhy\s+(?!not\b|don't\b|dont\b|wouldn't\b|shouldn't\b|can't\b)(?:[\w.']+\s+){1,4}"
+    r"(?:never\s+|not\s+)?(?:build|built|builds|implement|implemented|write|wrote|make|made|create|created|"
+    r"add|added|ship|shipped)\b(?=[^?]{0,200}\?)",
+    re.I)
+# A question about how a thing behaves, its subject a thing ("does a response hook that returns
+# None drop the response?"), not a request or a proposal put as one ("can you write …?",
+# "should we build …?", "is there a way to …?"), with no build verb in what follows it
+_BEHAVES = re.compile(
+    r"\s*(?:does|do|did|is|are|was|were|will|would|can|could|has|have)\s+"
+    r"(?:the|a|an|this|that|these|those|my|our|your|their|its)\s+[^?\n]{1,240}\?", re.I)
+# A prefix that files the request under docs or tests, as a commit subject does ("docs: add a
+# section to the lifespan page"), or a lead phrase naming such work before a colon
+_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo|fix|bug|regression|refactor|perf|cfg|config)(?:\([\w-]+\))?\s*:", re.I)
+# A prompt that says it asks for no change: "not asking for a change", "just answer",
+# "discussion only, no code"
+_DISCLAIMS = re.compile(
+    r"\bnot\s+asking\s+for\s+(?:a\s+|any\s+)?(?:change|code|fix|rewrite)s?\b"
+    r"|\b(?:just|only)\s+(?:answer|explain|curious|asking|wondering|tell\s+me|talking|chatting|thinking)\b"
+    r"|\b(?:is|are|stays?|remains?)\s+(?:untouched|unchanged)\b"
+    r"|\b(?:itself|in\s+(?:the\s+)?[\w.-]+)\s+(?:is|are)\s+(?:fine|correct)\s*(?:[.;!]|$)"
+    r"|\bour\s+(?:[\w-]+\s+){1,4}(?:is|are)\s+(?:fine|correct)\s*(?:[.;!]|$)"
+    r"|(?:^|[,;.]\s*)nothing\s+(?:else\s+)?in\s+(?:the\s+)?[\w.-]+\s*[.!]?\s*$"
+    r"|\b(?:otherwise|else)\s+(?:stays?|remains?)\s+as\s+(?:it\s+is|they\s+are)\b"
+    r"|\b(?:it's|it\s+is|this\s+is|that's)\s+for\s+(?:the\s+|a\s+|our\s+)?(?:faq|docs?|documentation|talk|blog|post|slides|newsletter)\b"
+    r"|\bnothing\s+changes\s+(?:on|in|for)\s+(?:the\s+)?[\w.-]+"
+    r"|\bopinions?\s+(?:wanted|welcome|please)\b"
+    r"|\b(?:stays|remains)(?:\s+as\s+is|\s+the\s+same|\s+for\s+\w+(?:\s+\w+)?)?\s*[.!]?\s*$"
+    r"|\b(?:and|but)\s+nothing\s+(?:else\s+)?in\s+(?:the\s+)?[\w.-]+\s*[.!]?\s*$"
+    r"|\bnot\s+asking\s+(?:you\s+)?to\s+(?:write|build|implement|code|add|make|change)\b"
+    r"|\b(?:discussion|question|explanation)\s+only\b"
+    r"|\bno\s+code\b(?=\s*(?:[.,;!)]|$|please|just))"
+    r"|\b(?:don't|do\s+not)\s+(?:change|touch|write|implement)\s+(?:anything|any\s+code)\b"
+    r"|\bjust\s+(?:thoughts|opinions?|an\s+opinion)\b|\bcurious\s*[.!?]?\s*$"
+    r"|\bexplain\s+(?:me|to\s+me|please|pls)\b|\bno\s+code\s+changes?\b"
+    r"|\bno\s+changes?\s+(?:in|to)\s+(?:the\s+)?(?:library|lib|package|code|project)\b"
+    r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b"
+    r"|\bno\s+behaviou?r(?:al)?\s+changes?\b|\bbehaviou?r\b[^.;]{0,40}\bstays?\s+(?:exactly\s+)?(?:as|the\s+same)\b"
+    r"|\b(?:docs?|documentation|tests?)\s+only\b|\bno\s+feature\s+work\b"
+    r"|\bno\s+new\s+(?:[\w-]+\s+){0,2}(?:class(?:es)?|code|features?|modules?|components?)\b"
+    r"|\b(?:otherwise|else)\s+unchanged\b|\bkeep\s+(?:today's|the\s+current|current|existing|its|the)\s+behaviou?r\b"
+    r"|\bnot\s+a\s+(?:ticket|task|request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing)\b"
+    r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
+_ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
+                          "examples", "example", "benchmarks", "bench"})
+_ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")
+_CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_OBJECT_ENDS = PHRASE_ENDS | frozenset({"about", "how", "what", "why"})
+
+
+MAX_CLAUSES = 40          # clauses read for work about what exists; the first build request decides
+_PRONOUNS = frozenset({"me", "us", "you", "them", "him", "her"})  # "write me a commit message"
+
+
+# A value changed ("max_retries 3 -> 5", "timeout: 10 → 30"): a setting tweaked
+_TWEAK = re.compile(r"\b\d+(?:\.\d+)?\s*[a-z]{0,3}\s*(?:->|→|=>)\s*\d+(?:\.\d+)?\b")
+# Code is not a request: a fenced block, an identifier with an underscore, a keyword argument
+# ("port=443", "raise_server_exceptions=True"), a call ("add(…)") hold no build verb
+_CODE = re.compile(r"```.*?(?:```|$)|\b\w*_\w*|\b[A-Za-z]\w*(?=\s?=[^=]|\()"
+                   # a quotation of three words or more is someone's words, not the request
+                   r"""|(?<!\w)'(?=\S)[^\n]*?\s[^\n]*?\s[^\n]*?(?<=\S)'(?!\w)|"[^"\n]*?\s[^"\n]*?\s[^"\n]*?"|“[^”\n]*”""", re.S)
+# Build verbs that are nouns as often ("the SOCKS port", "a debug log", "the nightly build"):
+# a verb only first in a clause or after a word a verb follows
+_NOUN_VERBS = frozenset({"port", "log", "build", "design", "draft"})
+_BEFORE_VERB = frozenset("""
+to please and then let's lets we i you can could should must will would also now just first
+so pls plz not never why who us we'll i'll you'll they they'll ll
+""".split())
+# What "raise" builds: an error raised is new behaviour; "raise the timeout" turns a setting up
+_RAISED = frozenset({"error", "exception", "warning", "clear", "helpful", "typeerror", "valueerror",
+                     "custom", "specific", "proper", "new", "better", "dedicated", "meaningful"})
+# An object that only points back at what was named before it ("deprecation warning: emit
+# one when …", "a benchmark: write it"): the work is what the sign named
+_PRO_FORMS = frozenset({"one", "ones", "it", "them", "this", "that", "these", "those"})
+
+
+def _gerund(word: str) -> str:
+    """The verb of a gerund ("writing": write, "adding": add); the word itself otherwise."""
+    if not word.endswith("ing") or len(word) < 6:
+        return word
+    stem = word[:-3]
+    for verb in (stem, stem + "e", stem[:-1]):
+        if verb in BUILD_VERBS:
+            return verb
+    return word
+
+
+def _prose(text: str) -> str:
+    """The text with its code blanked out, each character kept in place."""
+    return _CODE.sub(lambda m: re.sub(r"\S", " ", m.group(0)), text)
+
+
+def _spans(text: str):
+    """Each clause of the text with the offset it starts at."""
+    start = 0
+    for sep in CLAUSES.finditer(text):
+        yield start, text[start:sep.start()]
+        start = sep.end()
+    yield start, text[start:]
+
+
+def _head(word: str) -> str:
+    return singular(_CAMEL_SPLIT.split(word)[-1].lower())  # DeprecationWarning: warning
+
+
+def about_work(prompt: str) -> dict | None:
+    """The request is work about something that exists: asked about in the past or as a
+    how-to ("why did we build…", "how do I build…"), filed under docs or tests ("docs: …"),
+    with a docs artifact as its subject ("the docs page on Session objects still shows…"),
+    with a verb of measuring, documenting or testing ("benchmark how HTTP/2 support
+    compares"), with an object that is an artifact about a component ("a regression test", "a
+    how-to page", "an example app"), or calling the component existing. None otherwise."""
+    head = prompt[:400]
+    asks = _ASKS_ABOUT.search(head)
+    if asks:
+        return {"asks": asks.group(0)}
+    disclaims = _DISCLAIMS.search(prompt[:2000])
+    if disclaims:
+        return {"disclaims": disclaims.group(0)}
+    tweak = _TWEAK.search(head)
+    if tweak:
+        return {"tweak": tweak.group(0)}
+    behaves = _BEHAVES.match(head)
+    if behaves and not _asks_to_build(WORDS.findall(_prose(prompt[behaves.end():2000]))):
+        return {"asks": behaves.group(0).strip()}
+    filed = _FILED.match(head)
+    if filed:
+        return {"filed": filed.group(0).strip()}
+    lead, colon, _rest = _prose(head).partition(":")
+    lead_words = WORDS.findall(lead)
+    named = [w for w in lead_words if not any(c.isdigit() for c in w)]  # "upgrade guide v1 -> v2"
+    while named and named[-1].lower() in {"only", "just", "too", "first"}:
+        named = named[:-1]  # "soak conftest only:"
+    cut = next((i for i, w in enumerate(named) if i and w.lower() in PREPOSITIONS), None)
+    named = named[:cut] if cut else named  # "release notes for 0.30": notes
+    # a lead naming the kind of work ("cleanup:", "for my talk on X:") is a sign, as a subject
+    # is: a build request after it still decides ("nit: replace X with a fresh implementation")
+    lead_sign = None
+    if colon and len(lead) <= 60 and named and (_head(named[-1]) in ABOUT
+                                                or any(w.lower() in SAMPLES for w in named)
+                                                or any(w.lower() in TALKS and lead_words[i - 1].lower() in DETERMINERS
+                                                       for i, w in enumerate(lead_words) if i)):
+        lead_sign = {"filed": lead.strip()}
+    # a file of the docs or the tests is a sign, as a lead is ("The flaky test in
+    # tests/test_asgi.py: leave it. … let's write our own decoder")
+    text = _prose(prompt[:2000])
+    about_paths = [(at, path) for at, path in placed_paths(prompt[:2000], opening=True)
+                   if path.split("/", 1)[0].lower() in _ABOUT_TREES or path.lower().endswith(_ABOUT_FILES)]
+    lead_sign = lead_sign or ({"path": about_paths[0][1]} if about_paths else None)
+    # the first sign of work about what exists, unless a build request follows it ("The
+    # security review wants digest. Let's write DigestAuth ourselves"; "Step 1: document the
+    # use case. Step 2: write our own handshake")
+    found = lead_sign
+    for n, (start, clause) in enumerate(list(_spans(text))[:MAX_CLAUSES]):
+        words = WORDS.findall(clause)
+        low = [w.lower() for w in words]
+        if n == 0 and len(low) > 2 and _head(low[0]) in ABOUT and low[1] in PREPOSITIONS:
+            found = found or {"title": " ".join(words[:4])}  # "deprecation of on_startup …"
+            continue
+        if n == 0 and "existing" in low[:24]:
+            at = low.index("existing")
+            return {"says": " ".join(words[max(0, at - 1):at + 3])}
+        if n == 0 and lead_sign:
+            continue  # the lead itself
+        if n == 0 and words and low[0] in DETERMINERS:
+            subject = []
+            for w in words[1:1 + MAX_PHRASE]:
+                if w.lower() in _OBJECT_ENDS:
+                    break
+                subject.append(w)
+            if subject and _head(subject[-1]) in ABOUT:
+                found = {"subject": " ".join(words[:1 + len(subject)])}
+                continue
+        for at, word in enumerate(low[:12]):
+            if word in ABOUT_VERBS and (at == 0 or low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}):
+                found = found or {"verb": words[at]}
+                break
+            if word == "raise" and at + 2 < len(low) and low[at + 1] in DETERMINERS \
+                    and words[at + 2].islower() and _head(low[at + 2]) not in _RAISED:
+                found = found or {"verb": " ".join(words[at:at + 3])}  # "raise the timeout": a tweak
+                break
+            if word == "fix" and at and low[at - 1] in {"and", "then", "to", "please"}:
+                found = found or {"verb": words[at]}  # "track down why and fix it": a bug in what exists
+                break
+            if at and low[at - 1] == "by" and _gerund(word) in BUILD_VERBS:
+                word = _gerund(word)  # "fix it by writing a signed-cookie middleware": a request
+            if word not in BUILD_VERBS or (at and (low[at - 1] in DETERMINERS
+                                                   or (low[at - 1].endswith("'s") and low[at - 1] != "let's"))):
+                continue  # "the build server", "the project's log"
+            if word in _NOUN_VERBS and at and low[at - 1] not in _BEFORE_VERB:
+                continue  # "through Tor's SOCKS port", "the debug log": a noun
+            run = []  # the object, as written; its head is its last word's last part
+            for w in words[at + 1:at + 1 + MAX_PHRASE]:
+                last = _CAMEL_SPLIT.split(w)[-1].lower()
+                if w.lower() in _OBJECT_ENDS or (last.endswith("ing") and last not in ABOUT):
+                    break
+                if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
+                    run.append(w)
+            while run and run[-1].lower() in {"only", "too"}:
+                run = run[:-1]  # "write the reply only"
+            if run and (_head(run[-1]) in ABOUT or run[-1].lower() in ABOUT
+                        or any(w.lower() in SAMPLES for w in run[:-1])):
+                found = found or {"object": " ".join(run)}
+                break
+            if found and at + 1 < len(low) and low[at + 1] in _PRO_FORMS and (
+                    at + 2 == len(low) or low[at + 2] in _OBJECT_ENDS or low[at + 2] in {"up", "out", "down"}):
+                break  # "deprecation warning: emit one when …": the object is what the sign named
+            placed = next((path for p_at, path in about_paths if p_at >= start), None)
+            if placed:  # "write the failing test in tests/test_mock.py": the request writes a test
+                return {"path": placed}
+            return None  # a build request
+    if found:
+        return found
+    return _only_asks(prompt[:2000])
+
+
+def _only_asks(text: str) -> dict | None:
+    """A question that asks for nothing to be built ("which one wins?", "is the body half
+    read?"): the prompt asks something and no build verb in it is said as a request."""
+    question = next((q for q in SENTENCES.split(text) if q.rstrip().endswith("?")), None)
+    if question is None:
+        return None
+    if _asks_to_build(WORDS.findall(_prose(text))):
+        return None
+    return {"asks": question.strip()[:120]}
+
+
+def _asks_to_build(words: list[str]) -> bool:
+    """A build verb in these words is said as a verb: not after a determiner, a preposition or
+    an owner ("the build", "for a write", "the project's log"), and a verb that is as often a
+    noun only where a verb goes ("through the proxy port", "the debug log" are nouns)."""
+    low = [w.lower() for w in words]
+    for at, word in enumerate(low):
+        if word not in BUILD_VERBS:
+            continue
+        before = low[at - 1] if at else ""
+        if before in DETERMINERS or before in PREPOSITIONS - {"to"} or (before.endswith("'s") and before != "let's"):
+            continue
+        if word in _NOUN_VERBS and at and before not in _BEFORE_VERB:
+            continue
+        return True
+    return False
