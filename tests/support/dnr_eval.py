@@ -54,7 +54,11 @@ asked for with `sets=(22,)` and `sets=(23,)`; 21, 22 and 23 were frozen together
 mypy and coverage output, profiles, bisects, HAR and strace, infra and other systems' config,
 the ask before or after the paste), asked for with `sets=(24,)`; 25 (prompts-heldout25.jsonl) a
 new team's week of prompts and 26 (prompts-heldout26.jsonl) every earlier style in equal parts,
-asked for with `sets=(25,)` and `sets=(26,)`; 24, 25 and 26 were frozen together. Labels
+asked for with `sets=(25,)` and `sets=(26,)`; 24, 25 and 26 were frozen together; 29
+(prompts-heldout29.jsonl) one more, frozen before the fourteenth tuning round's measurement
+(contributors new to the project: first PRs, good-first-issues, mentoring threads, students,
+people porting an app from another library, mixed with the maintainers answering them), asked
+for with `sets=(29,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -102,6 +106,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # measurement
 # prompts-heldout24.jsonl, -25 and -26 hold sets 24, 25 and 26, frozen before the thirteenth
 # round's measurement
+# prompts-heldout29.jsonl holds set 29, frozen before the fourteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -109,7 +114,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout15.jsonl", "prompts-heldout16.jsonl", "prompts-heldout17.jsonl",
                 "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl",
                 "prompts-heldout21.jsonl", "prompts-heldout22.jsonl", "prompts-heldout23.jsonl",
-                "prompts-heldout24.jsonl", "prompts-heldout25.jsonl", "prompts-heldout26.jsonl")
+                "prompts-heldout24.jsonl", "prompts-heldout25.jsonl", "prompts-heldout26.jsonl",
+                "prompts-heldout29.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
