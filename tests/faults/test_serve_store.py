@@ -93,6 +93,11 @@ def test_serve_all_says_when_a_registered_project_is_lost_and_one_corrupt_store_
         assert json.loads(app.get("/healthz"))["status"] == "ok"
         with open(db_path(b), "r+b") as fh:
             fh.write(b"this is not a database, " * 200)
+        # pages written since the last checkpoint live in the WAL, where a reader finds them
+        # first: empty it too, or a header still there hides the corrupt file (seen under load)
+        if os.path.exists(db_path(b) + "-wal"):
+            with open(db_path(b) + "-wal", "r+b") as fh:
+                fh.truncate(0)
         alerts = [{"status": "firing", "labels": {"alertname": "X", "severity": "warning", "project": p}}
                   for p in ("a", "b")]
         status, reply = post({"receiver": "memhealth", "status": "firing", "alerts": alerts})
