@@ -45,7 +45,8 @@ note notes faq recipe cookbook section chapter paragraph article post readme sli
 sentence sentences pytest unittest testcase translation reference advisory error
 cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
 report text wording conftest fix bugfix answer reply email comment logging tracing metrics log
-instrumentation
+instrumentation heading headings footnote caption docstring typo link fixture fixtures row notice
+explanation overview
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
@@ -68,7 +69,9 @@ _ASKS_ABOUT = re.compile(
     r"|\b(?:when|why)\s+did\s+(?:we|they|you)\b"
     # "if we ever write a streaming upload, does chunked transfer kick in?", "would it be a
     # mistake to write …?": a hypothetical asked about
-    r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:wrote|write|built|build|implemented|"
+    r"|\bwould\s+you\s+(?:ever\s+)?(?:build|write|add|implement)\b[^?]{0,200}\bif\b[^?]{0,100}\?"
+    r"|\bwould\s+(?:building|writing|adding|implementing)\b[^?]{0,200}\?|\basked\s+(?:me\s+|us\s+)?why\b"
+    r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:were\s+to\s+)?(?:wrote|write|built|build|implemented|"
     r"implement|added|add|made|make)\b(?=[^?]{0,200}\?)"
     r"|\b(?:would|is|was)\s+it\s+(?:be\s+)?(?:a\s+mistake|overkill|wise|worth\s+it|a\s+bad\s+idea)\s+to\b"
     # "whether we'd ever write a second adapter": a hypothetical weighed, not a request
@@ -119,19 +122,28 @@ _DISCLAIMS = re.compile(
     r"|\b(?:docs?|documentation|tests?)\s+only\b|\bno\s+feature\s+work\b"
     r"|\bno\s+new\s+(?:[\w-]+\s+){0,2}(?:class(?:es)?|code|features?|modules?|components?)\b"
     r"|\b(?:otherwise|else)\s+unchanged\b|\bkeep\s+(?:today's|the\s+current|current|existing|its|the)\s+behaviou?r\b"
-    r"|\bnot\s+a\s+(?:ticket|task|request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing)\b"
+    r"|\bitself\s+(?:stays?|remains?)\s+(?:as\s+it\s+is|as\s+is|the\s+same)\b"
+    r"|\b(?:that|this)\s+(?:page|file|doc|section)\s+only\b|\b(?:docs?|tests?)/[\w./-]+\s+only\b"
+    r"|\bnothing\s+(?:gets|is|will\s+be)\s+(?:written|built|implemented|changed)\b"
+    r"|\bnone\s+of\s+(?:it|this|that)\s+(?:touches|changes)\b"
+    r"|\bbehaviou?r\s+(?:is\s+|stays\s+)?unchanged\b|\basking\s+before\b|\btrying\s+to\s+understand\b"
+    r"|\bnot\s+a\s+(?:ticket|task|request|pr|feature\s+request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing)\b"
     r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
                           "examples", "example", "benchmarks", "bench"})
 _ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")
 _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_OBJECT_ENDS = PHRASE_ENDS | frozenset({"about", "how", "what", "why"})
+_OBJECT_ENDS = PHRASE_ENDS | frozenset({"about", "how", "what", "why", "i", "we", "they", "he", "she"})
 
 
 MAX_CLAUSES = 40          # clauses read for work about what exists; the first build request decides
 _PRONOUNS = frozenset({"me", "us", "you", "them", "him", "her"})  # "write me a commit message"
 
 
+# The speaker says the build is theirs to do now ("what I'm about to write", "we're going to
+# implement"): a request, whatever sign came before it
+_ABOUT_TO_BUILD = re.compile(r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:about|going)\s+to\s+"
+                             r"(?:write|build|implement|add|create|rewrite)\b", re.I)
 # A value changed ("max_retries 3 -> 5", "timeout: 10 → 30"): a setting tweaked
 _TWEAK = re.compile(r"\b\d+(?:\.\d+)?\s*[a-z]{0,3}\s*(?:->|→|=>)\s*\d+(?:\.\d+)?\b")
 # Code is not a request: a fenced block, an identifier with an underscore, a keyword argument
@@ -224,6 +236,8 @@ def about_work(prompt: str) -> dict | None:
     # a file of the docs or the tests is a sign, as a lead is ("The flaky test in
     # tests/test_asgi.py: leave it. … let's write our own decoder")
     text = _prose(prompt[:2000])
+    if _ABOUT_TO_BUILD.search(text):
+        return None  # "commit message for what I'm about to write: '…'": the build is coming
     about_paths = [(at, path) for at, path in placed_paths(prompt[:2000], opening=True)
                    if path.split("/", 1)[0].lower() in _ABOUT_TREES or path.lower().endswith(_ABOUT_FILES)]
     lead_sign = lead_sign or ({"path": about_paths[0][1]} if about_paths else None)
@@ -252,13 +266,17 @@ def about_work(prompt: str) -> dict | None:
                 found = {"subject": " ".join(words[:1 + len(subject)])}
                 continue
         for at, word in enumerate(low[:12]):
-            if word in ABOUT_VERBS and (at == 0 or low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}):
+            if word in ABOUT_VERBS and (at == 0 or (low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}
+                                                    and word != "log")):  # "users … to log every request"
                 found = found or {"verb": words[at]}
                 break
             if word == "raise" and at + 2 < len(low) and low[at + 1] in DETERMINERS \
                     and words[at + 2].islower() and _head(low[at + 2]) not in _RAISED:
                 found = found or {"verb": " ".join(words[at:at + 3])}  # "raise the timeout": a tweak
                 break
+            if word == "fix" and at == 0:
+                found = found or {"verb": words[at]}  # "fix the lookup order …": unless "… by writing …"
+                continue
             if word == "fix" and at and low[at - 1] in {"and", "then", "to", "please"}:
                 found = found or {"verb": words[at]}  # "track down why and fix it": a bug in what exists
                 break
@@ -276,7 +294,7 @@ def about_work(prompt: str) -> dict | None:
                     break
                 if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
                     run.append(w)
-            while run and run[-1].lower() in {"only", "too"}:
+            while run and run[-1].lower() in {"only", "too", "there", "here"}:
                 run = run[:-1]  # "write the reply only"
             if run and (_head(run[-1]) in ABOUT or run[-1].lower() in ABOUT
                         or any(w.lower() in SAMPLES for w in run[:-1])):

@@ -135,6 +135,8 @@ def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str
             det = k < len(words) and words[k].lower() in DETERMINERS
             if at >= 0 and words[at].lower() == "to" and not det:
                 continue  # "to stop clients caching": an infinitive, not a place
+            if at > 0 and words[at].lower() == "on" and words[at - 1].lower() in _MODELLED:
+                continue  # "modelled on aiohttp's TCPConnector": a model, not the place
             k += det
             run = []
             while k < len(words) and len(run) < MAX_PHRASE:
@@ -152,6 +154,8 @@ def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str
     return out
 
 
+# What "on" after these names is a model or a base, not where the work goes
+_MODELLED = frozenset({"modelled", "modeled", "based", "patterned", "built"})
 # Words that qualify any kind of thing and name no system: never counted as unseen ("our
 # own proxy configuration", "a new command line client")
 GENERIC = frozenset("""
@@ -287,6 +291,10 @@ def _requests(text: str):
         at = text.find(sentence, at)
         if n:
             yield at, sentence
+        head, colon, rest = sentence.partition(":")
+        heading = [w.lower() for w in WORDS.findall(head)]
+        if colon and n and 0 < len(heading) <= 4 and singular(heading[-1]) in _MESSAGE_LEADS:
+            yield at + len(head) + 1, rest  # "So my proposal: add authentication to starlette"
         for m in _TAKES_ON.finditer(sentence):
             if m.start() and sentence[:m.start()].strip():
                 yield at + m.end(), sentence[m.end():]
@@ -402,7 +410,7 @@ def _label(prompt: str) -> str | None:
 
 BUILD_VERBS = frozenset("""
 add build create implement design develop write introduce draft rewrite scaffold port
-integrate make generate serve wire emit raise replace reimplement
+integrate make generate serve wire emit raise replace reimplement give
 """.split())
 _POINTING = PREPOSITIONS | BUILD_VERBS  # "add it to …", "… support to it": pointing back
 

@@ -668,3 +668,49 @@ def test_the_projects_own_tree_is_its_roots_name_and_top_folders(tmp_path):
     assert _own_tree(str(root)) == {"shopfront", "shop"}
     assert _own_tree(str(tmp_path / "missing")) == {"missing"}   # an unreadable root names only itself
     assert _own_tree(None) == frozenset()
+
+
+# Round 15, written from sets 27-29 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt", [
+    # "give X a Y" asks for a build; "to log" is what users do, not the request
+    "Users keep asking how to log every call. Let's give the client a hooks mechanism of its own",
+    "draft the commit message for what I'm about to write: 'Add a cookie jar with domain matching'",
+    "I tried the framework on a side project and it went well. So my proposal: add a cookie jar to the client",
+    "The audit found unsigned cookies; fix them by writing our own signed cookie jar",
+])
+def test_a_build_request_said_in_these_ways_is_not_held(prompt):
+    from memory_core.delivery.about import about_work
+
+    seen = _seen({"users", "log", "client", "hooks", "mechanism", "cookie", "jar", "domain", "side", "framework",
+                  "proposal", "audit", "cookies", "signed"})
+    assert about_work(prompt) is None and foreign_target(prompt, seen) is None, (about_work(prompt),
+                                                                               foreign_target(prompt, seen))
+
+
+def test_what_a_build_is_modelled_on_is_not_where_it_goes():
+    seen = _seen({"pool", "caps", "client", "httpx", "limit"})
+    assert foreign_target("pool caps for the client, modelled on urllib3's PoolManager(maxsize=)", seen) is None
+
+
+@pytest.mark.parametrize("prompt, key", [
+    ("docs upkeep: make the heading and the example agree on the retry default, that page only", "disclaims"),
+    ("add a debug log line when a cookie is dropped; the jar itself stays as it is", "disclaims"),
+    ("would you build a cookie jar into the core if http.cookiejar went away?", "asks"),
+    ("a cookie jar in the core, one day? roadmap only, nothing gets written this year", "disclaims"),
+    ("add a footnote on prior knowledge to the HTTP/2 page", "object"),
+    ("the jar picks the wrong domain; fix the lookup and add a fixture with both domains", "verb"),
+    ("could you add a note there about chunk boundaries?", "object"),
+    ("would writing a SOCKS4 path make sense, or is it covered already?", "asks"),
+    ("newbie question, not a PR: is handle_request the whole contract?", "disclaims"),
+    ("if someone were to implement a transport from scratch, what must it return?", "asks"),
+    ("one table row for people coming from requests, in docs/compatibility.md only", "disclaims"),
+    ("Draft a deprecation notice for the old encoding fallback. Behaviour unchanged for now.", "disclaims"),
+    ("a student asked why we built lifespan as a context manager. Give me a two-paragraph explanation",
+     "asks"),
+    ("Give me a short answer I can paste back to him; none of it touches the library", "disclaims"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_fifteen(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
