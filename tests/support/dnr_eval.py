@@ -60,7 +60,11 @@ new team's week in one repo: on-call bug reports with pasted errors, reviews, do
 and infra, questions, ports, plans, TODOs and commit messages that re-propose), asked for with
 `sets=(27,)`; 28 (prompts-heldout28.jsonl) every earlier style in equal parts again, and 29
 (prompts-heldout29.jsonl) contributors new to the project and the maintainers answering them,
-asked for with `sets=(28,)` and `sets=(29,)`; 27, 28 and 29 were frozen together. Labels
+asked for with `sets=(28,)` and `sets=(29,)`; 27, 28 and 29 were frozen together; 32
+(prompts-heldout32.jsonl) one more, frozen before the fifteenth tuning round's measurement
+(people integrating the library into other systems — a mobile backend, a data pipeline, a game
+server, an internal platform team, a security team — mixed with the maintainers' own work),
+asked for with `sets=(32,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -110,6 +114,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # round's measurement
 # prompts-heldout27.jsonl, -28 and -29 hold sets 27, 28 and 29, frozen before the fourteenth
 # round's measurement
+# prompts-heldout32.jsonl holds set 32, frozen before the fifteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -118,7 +123,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout18.jsonl", "prompts-heldout19.jsonl", "prompts-heldout20.jsonl",
                 "prompts-heldout21.jsonl", "prompts-heldout22.jsonl", "prompts-heldout23.jsonl",
                 "prompts-heldout24.jsonl", "prompts-heldout25.jsonl", "prompts-heldout26.jsonl",
-                "prompts-heldout27.jsonl", "prompts-heldout28.jsonl", "prompts-heldout29.jsonl")
+                "prompts-heldout27.jsonl", "prompts-heldout28.jsonl", "prompts-heldout29.jsonl",
+                "prompts-heldout32.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
