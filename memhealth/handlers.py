@@ -18,6 +18,23 @@ except ImportError:  # pragma: no cover
 OPERATOR_NOTES_SHOWN = "gate.operator_notes_shown"  # the NOTE set the person was last shown
 
 
+def failure_of(exc: BaseException, stage: str) -> str:
+    """What an invocation's problem is called: the store's failure family when the store
+    failed (db_locked, whose FIX finds the lock's holder, however far the hook had got), else
+    the stage that failed."""
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, str) and reason:
+        return reason
+    import sqlite3  # loaded already: every hook opens the store
+
+    if isinstance(exc, sqlite3.Error):
+        from memory_core.store.tx import failure_reason
+
+        family = failure_reason(exc)
+        return stage if family == "store" else family
+    return stage
+
+
 def session_start(ctx) -> str | None:
     """Print the health verdict first (memory-path RED and NOTE lines under it), then what
     memory holds. Notes for the operator (optional integrations, telemetry) go to the person
@@ -201,7 +218,7 @@ def session_start_cues(ctx) -> tuple[str | None, str | None]:
                           budget=cues.CUE_BUDGET_CHARS) if events else None
         ev.write(extra=lambda conn: cues.retain(conn, ev.now_ns))
     except Exception as exc:  # noqa: BLE001 - the verdict must still print
-        ctx.problem("cues", f"{type(exc).__name__}: {exc}")
+        ctx.problem(failure_of(exc, "cues"), f"{type(exc).__name__}: {exc}")
         return None, None
     return text or None, more or None
 
@@ -305,7 +322,7 @@ def prompt_and_cues(ctx) -> str | None:
     try:
         cued = prompt_cues(ctx)
     except Exception as exc:  # noqa: BLE001 - the cascade's output must still reach Claude
-        ctx.problem("cues", f"{type(exc).__name__}: {exc}")
+        ctx.problem(failure_of(exc, "cues"), f"{type(exc).__name__}: {exc}")
         cued = None
     return "\n\n".join(t for t in (ctx.part("recall", text), ctx.part("cue", cued)) if t) or None
 

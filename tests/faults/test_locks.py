@@ -113,3 +113,19 @@ def test_a_lock_storm_leaves_a_decision_for_every_prompt(project, prompts):
     assert sorted(hb) == sorted(decided)
     locked = rows(project, "SELECT count(*) FROM heartbeats WHERE reason = 'db_locked'")[0][0]
     assert locked >= prompts // 2  # the first half all met the lock
+
+
+def test_a_store_failure_in_the_cue_stage_is_named_by_the_store_not_the_stage():
+    """Under load a session-start can meet the lock while it writes its cue evaluations (not
+    at completion): the heartbeat then said `cues`, a reason with no FIX that finds the
+    holder. A store failure is named by its family wherever the hook met it."""
+    import sqlite3
+
+    from memhealth.handlers import failure_of
+    from memory_core.errors import StoreLocked
+
+    assert failure_of(sqlite3.OperationalError("database is locked"), "cues") == "db_locked"
+    assert failure_of(sqlite3.OperationalError("database disk image is malformed"), "cues") == "db_corrupt"
+    assert failure_of(StoreLocked("database is locked"), "cues") == "db_locked"
+    assert failure_of(sqlite3.OperationalError("no such column: pattern"), "cues") == "cues"
+    assert failure_of(ValueError("a cue that does not compile"), "cues") == "cues"
