@@ -303,11 +303,17 @@ def test_a_project_whose_embedding_server_hangs_delays_no_other_projects_gate(th
             # the other two are probed again and again while the hung one's first run waits
             wait_for("three gate runs in each healthy project", lambda: all(runs(r) >= 3 for r in roots[1:]),
                      timeout=40)
-            health = json.loads(fetch(app.url + "/healthz")[2])
+
+            def healthz() -> dict:
+                return json.loads(fetch(app.url + "/healthz")[2])
+
+            # a run's row is written before serve counts it: the count can lag the row a moment
+            wait_for("/healthz to count three runs in each healthy project", lambda: all(
+                healthz()["projects"][n]["probe"]["runs"] >= 3 for n in names[1:]), timeout=20)
+            health = healthz()
             hung = health["projects"][names[0]]["probe"]
             assert hung["runs"] == 0 and hung["running_for_s"] > 0, hung
             assert runs(roots[0]) == 0 and "/api/embed" in ollama.paths()
-            assert all(health["projects"][n]["probe"]["runs"] >= 3 for n in names[1:])
             # and a scrape still answers for all three
             code, _h, metrics = fetch(app.url + "/metrics")
             assert code == 200 and all(f'project="{n}"' in metrics.decode() for n in names)
