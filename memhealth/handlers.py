@@ -101,7 +101,7 @@ def session_start(ctx) -> str | None:
         heartbeats.remember_session(ctx.conn, ctx.session_id,
                                     transcript if isinstance(transcript, str) else None, now_ns)
     except Exception as exc:  # the gate must never cost the session its context
-        ctx.problem(getattr(exc, "reason", "gate"), f"{type(exc).__name__}: {exc}")  # db_locked, not "gate"
+        ctx.problem(failure_of(exc, "gate"), f"{type(exc).__name__}: {exc}")  # db_locked, not "gate"
         head = [f"MEMORY-HEALTH: the gate failed ({type(exc).__name__}: {exc}); run `memhealth gate`"]
     return compose(head)
 

@@ -282,11 +282,8 @@ def about_work(prompt: str) -> dict | None:
                 break
             if at and low[at - 1] == "by" and _gerund(word) in BUILD_VERBS:
                 word = _gerund(word)  # "fix it by writing a signed-cookie middleware": a request
-            if word not in BUILD_VERBS or (at and (low[at - 1] in DETERMINERS
-                                                   or (low[at - 1].endswith("'s") and low[at - 1] != "let's"))):
-                continue  # "the build server", "the project's log"
-            if word in _NOUN_VERBS and at and low[at - 1] not in _BEFORE_VERB:
-                continue  # "through Tor's SOCKS port", "the debug log": a noun
+            if word not in BUILD_VERBS or _a_noun_here(low, at, word):
+                continue  # "the build server", "the project's log", "through Tor's SOCKS port"
             run = []  # the object, as written; its head is its last word's last part
             for w in words[at + 1:at + 1 + MAX_PHRASE]:
                 last = _CAMEL_SPLIT.split(w)[-1].lower()
@@ -328,13 +325,16 @@ def _asks_to_build(words: list[str]) -> bool:
     an owner ("the build", "for a write", "the project's log"), and a verb that is as often a
     noun only where a verb goes ("through the proxy port", "the debug log" are nouns)."""
     low = [w.lower() for w in words]
-    for at, word in enumerate(low):
-        if word not in BUILD_VERBS:
-            continue
-        before = low[at - 1] if at else ""
-        if before in DETERMINERS or before in PREPOSITIONS - {"to"} or (before.endswith("'s") and before != "let's"):
-            continue
-        if word in _NOUN_VERBS and at and before not in _BEFORE_VERB:
-            continue
+    return any(word in BUILD_VERBS and not _a_noun_here(low, at, word)
+               and not (at and low[at - 1] in PREPOSITIONS - {"to"})
+               for at, word in enumerate(low))
+
+
+def _a_noun_here(low: list[str], at: int, word: str) -> bool:
+    """The build verb `word`, at `at` of the lowercased words, reads as a noun: after a
+    determiner or an owner ("the build server", "the project's log"), or, for a verb that is
+    as often a noun, anywhere but where a verb goes ("through the proxy port")."""
+    before = low[at - 1] if at else ""
+    if before in DETERMINERS or (before.endswith("'s") and before != "let's"):
         return True
-    return False
+    return word in _NOUN_VERBS and bool(at) and before not in _BEFORE_VERB
