@@ -46,7 +46,7 @@ sentence sentences pytest unittest testcase translation reference advisory error
 cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
 report text wording conftest fix bugfix answer reply email comment logging tracing metrics log
 instrumentation heading headings footnote caption docstring typo link fixture fixtures row notice
-explanation overview
+explanation overview rubric syllabus worksheet handout quiz
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
@@ -57,6 +57,7 @@ SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documenta
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
 test explain pin unpin bump increase decrease lower reply answer triage confirm log
+tweak adjust reword rephrase clarify
 """.split())
 # A build verb in the past or in a question about using what exists asks about it, not for
 # it again: "why did we build the transport API around handle_request?", "should we have
@@ -128,6 +129,8 @@ _DISCLAIMS = re.compile(
     r"|\bnone\s+of\s+(?:it|this|that)\s+(?:touches|changes)\b"
     r"|\bbehaviou?r\s+(?:is\s+|stays\s+)?unchanged\b|\basking\s+before\b|\btrying\s+to\s+understand\b"
     r"|\bnot\s+a\s+(?:ticket|task|request|pr|feature\s+request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing)\b"
+    r"|(?:^|[,;.]\s*)nothing\s+new\s*[.!]?\s*$|\bnot\s+(?:proposing|suggesting)\b"
+    r"|\basking\s+how\s+(?:people|others|folks|teams|projects|everyone)\b"
     r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
                           "examples", "example", "benchmarks", "bench"})
@@ -164,6 +167,19 @@ _RAISED = frozenset({"error", "exception", "warning", "clear", "helpful", "typee
 # An object that only points back at what was named before it ("deprecation warning: emit
 # one when …", "a benchmark: write it"): the work is what the sign named
 _PRO_FORMS = frozenset({"one", "ones", "it", "them", "this", "that", "these", "those"})
+# A part of a text ("add the line", "write the table of old name -> new name"): after a sign
+# that names a page, a guide or a docs file, the object is a piece of that text
+_TEXT_PARTS = frozenset({"line", "table", "entry", "bullet", "list", "item", "column", "word", "mention",
+                         "paragraph", "sentence", "row", "caveat", "admonition"})
+# "make it point at the docs page", "make them warn once": a causative on what was named
+# changes it; "make one from scratch" builds
+_REBUILDS = frozenset({"from", "again", "ourselves", "anew", "new"})
+# Who else does the work ("students implement SOCKS handshakes in C", "users write their own
+# adapters"): a description of others' work, not a request to this project
+_OTHERS = frozenset("""
+students learners attendees participants readers users people folks customers contributors
+developers teams others everyone everybody downstream integrators vendors
+""".split())
 
 
 def _gerund(word: str) -> str:
@@ -284,11 +300,13 @@ def about_work(prompt: str) -> dict | None:
                 word = _gerund(word)  # "fix it by writing a signed-cookie middleware": a request
             if word not in BUILD_VERBS or _a_noun_here(low, at, word):
                 continue  # "the build server", "the project's log", "through Tor's SOCKS port"
+            if at and low[at - 1] in _OTHERS and (at < 2 or low[at - 2] not in {"let", "lets", "help", "allow"}):
+                continue  # "students implement SOCKS handshakes in C": what others do
             run = []  # the object, as written; its head is its last word's last part
             for w in words[at + 1:at + 1 + MAX_PHRASE]:
                 last = _CAMEL_SPLIT.split(w)[-1].lower()
-                if w.lower() in _OBJECT_ENDS or (last.endswith("ing") and last not in ABOUT):
-                    break
+                if w.lower() in _OBJECT_ENDS or (last.endswith("ing") and last not in ABOUT and run):
+                    break  # "a test covering …"; "the grading rubric" is one object
                 if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
                     run.append(w)
             while run and run[-1].lower() in {"only", "too", "there", "here"}:
@@ -300,6 +318,11 @@ def about_work(prompt: str) -> dict | None:
             if found and at + 1 < len(low) and low[at + 1] in _PRO_FORMS and (
                     at + 2 == len(low) or low[at + 2] in _OBJECT_ENDS or low[at + 2] in {"up", "out", "down"}):
                 break  # "deprecation warning: emit one when …": the object is what the sign named
+            if found and word == "make" and at + 2 < len(low) and low[at + 1] in _PRO_FORMS - {"one", "ones"} \
+                    and low[at + 2] not in _REBUILDS:
+                break  # "… warning text: make it point at the docs page": what the sign named, changed
+            if found and run and _head(run[-1]) in _TEXT_PARTS:
+                break  # "docs/user/advanced.rst: … add the line": a piece of the page
             placed = next((path for p_at, path in about_paths if p_at >= start), None)
             if placed:  # "write the failing test in tests/test_mock.py": the request writes a test
                 return {"path": placed}

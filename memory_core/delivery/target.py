@@ -74,7 +74,8 @@ PHRASE_ENDS = frozenset({"so", "that", "which", "who", "where", "when", "while",
                    "under", "over", "across", "between", "after", "before", "around", "through", "about",
                    "against", "during", "per", "needs", "need", "gets", "opens", "fails", "breaks",
                    "returns", "keeps", "makes", "uses", "runs", "works", "sends", "calls", "takes",
-                   "wants", "lacks", "doesn't", "isn't", "won't", "can't"}) | PREPOSITIONS
+                   "wants", "lacks", "doesn't", "isn't", "won't", "can't",
+                   "we", "i", "you", "they", "want"}) | PREPOSITIONS
 MAX_PHRASE = 7            # words of a noun phrase read after the preposition and determiner
 # a backtick quotes code inside a sentence ("in `backup.py` the bodies"): not a clause break
 CLAUSES = re.compile(r"[,;:!?()\[\]{}\"<>|]|\.(?=\s|$)|\s[-\u2013\u2014]\s")
@@ -240,7 +241,7 @@ def _placed_by(path: str, tree: frozenset = frozenset()) -> list[str]:
     starts in one of the project's own top folders (`tree`: "httpx/_commandline/") is placed
     by nothing: it is the project's, whatever new folders it names."""
     names = [f for f in re.split(r"/+", path) if f] or [path]
-    if len(names) > 1 and names[0].lower().strip("._") in tree:
+    if _in_tree(path, tree):
         return []
     folders, name = (names, "") if path.endswith("/") else (names[:-1], names[-1])
     parts = [p for p in _parts(re.split(r"[/._-]", "/".join(folders))) if p not in _TREE_PARTS]
@@ -252,13 +253,13 @@ _REFERS = frozenset({"it", "them", "this", "that", "those", "these", "there", "o
 _LEADS = frozenset({"let's", "lets", "please", "now", "then", "so", "just", "also"})
 
 
-def _from_request(prompt: str) -> str:
+def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
     """The text from the first sentence that asks for a build and says where on: the context
     before it ("The office printer's admin page wants digest. Write a digest auth handler for
     requests in requests/auth.py") is not the target. A request that points back ("add
     WebSocket support to it") keeps the context, which is what it points to."""
     text = prompt[:2000]
-    for start, sentence in _requests(text):
+    for start, sentence in _requests(text, tree):
         words = [w.lower() for w in WORDS.findall(sentence)]
         while words and words[0] in _LEADS:
             words = words[1:]
@@ -283,7 +284,22 @@ def _from_request(prompt: str) -> str:
 _TAKES_ON = re.compile(r"\b(?:so\s+|then\s+|and\s+)?(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to)\s+", re.I)
 
 
-def _requests(text: str):
+# A clause after the context that may be the request: after a semicolon, or after ", so" or
+# ", then" ("the bastion only speaks SOCKS, so add socks5 …"; "… made me notice: requests needs
+# a way to plug transports; let's write that adapter class in requests/adapters.py")
+# a clause that places the work in the project ("… to our HTTP layer", "… in
+# requests/adapters.py"); the context before it is not the target. Where it points to another
+# system ("to our iOS app") the request's own phrases still say so.
+_NEXT_ASK = re.compile(r";\s*|,\s*(?=(?:so|then)\s)", re.I)
+_OURS = re.compile(r"\b(?:to|in|into|inside|within)\s+our\s", re.I)
+
+
+def _in_tree(path: str, tree: frozenset) -> bool:
+    names = [f for f in re.split(r"/+", path) if f]
+    return len(names) > 1 and names[0].lower().strip("._") in tree
+
+
+def _requests(text: str, tree: frozenset = frozenset()):
     """Where a request may start after the context: each sentence after the first, and each
     clause in which the speaker takes the work on ("Mine: … so I'll write …"), with its offset."""
     at = 0
@@ -298,6 +314,10 @@ def _requests(text: str):
         for m in _TAKES_ON.finditer(sentence):
             if m.start() and sentence[:m.start()].strip():
                 yield at + m.end(), sentence[m.end():]
+        for m in _NEXT_ASK.finditer(sentence):  # "…, so add socks5 to our HTTP layer"
+            clause = sentence[m.end():]
+            if _OURS.search(clause) or any(_in_tree(path, tree) for path in paths(clause)):
+                yield at + m.end(), clause
         at += len(sentence)
 
 
@@ -339,11 +359,12 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
     instrument made only of such words ("with cron"), or an exercise. `seen(words)` returns
     {word: document frequency} over the project's chunks. None when the prompt names no such
     target. `tree`: the project's own top folders, lowercased (its root's name among them)."""
-    lead = WORDS.findall(prompt[:40])
-    if lead and singular(lead[0].lower()) in EXERCISES and prompt.lstrip()[len(lead[0]):].startswith(":"):
-        return {"phrase": lead[0], "head": singular(lead[0].lower()), "unseen": []}
+    exercise = _exercise_lead(prompt)
+    if exercise:
+        return exercise
     found, wholes, objects = [], [], set()
-    for written, words in phrases(_from_request(prompt), objects):
+    request = _from_request(prompt, tree)
+    for written, words in phrases(request, objects):
         practice = next((singular(w.removesuffix("'s")) for w in words if singular(w.removesuffix("'s")) in EXERCISES), None)
         if practice is not None:
             return {"phrase": written, "head": practice, "unseen": []}
@@ -359,7 +380,7 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
         if written not in objects and len(parts) >= 2 and any(w[:1].isupper() and w.lower() not in DETERMINERS
                                                               for w in shown[1:]):
             wholes.append((written, singular(words[-1].removesuffix("'s")), parts))
-    tools = [(written, parts) for written, parts in instruments(prompt) if parts]
+    tools = [(written, parts) for written, parts in instruments(request) if parts]  # not the context's
     trees = [(path, parts) for path in paths(prompt[:2000]) if (parts := _placed_by(path, tree))]
     label = _label(prompt)
     if not (found or wholes or tools or trees or label):
@@ -382,6 +403,22 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
             return {"phrase": written, "head": "instrument", "unseen": parts}
     if label and _unseen(label, df):  # "colab: render the templates to a report"
         return {"phrase": label, "head": "label", "unseen": [label]}
+    return None
+
+
+def _exercise_lead(prompt: str) -> dict | None:
+    """A lead before a colon whose head is an exercise ("homework: …", "course assignment for
+    the networking class: students implement …"): the work is practice."""
+    lead, colon, _rest = prompt[:80].partition(":")
+    words = WORDS.findall(lead)
+    if not colon or not words or len(words) > 8:
+        return None
+    cut = next((i for i, w in enumerate(words) if i and w.lower() in PREPOSITIONS), len(words))
+    head = singular(words[cut - 1].lower())
+    # the word alone ("homework:") or a compound ("course assignment for …"); "homework for me
+    # this week:" is a to-do of one's own
+    if head in EXERCISES and (cut > 1 or len(words) == 1):
+        return {"phrase": " ".join(words[:cut]), "head": head, "unseen": []}
     return None
 
 

@@ -714,3 +714,59 @@ def test_more_forms_of_work_about_what_exists_in_round_fifteen(prompt, key):
     from memory_core.delivery.about import about_work
 
     assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+# Round 16, written from sets 30-32 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    # a piece of the page a sign named: "add the line", "write the table"
+    ("docs/cookies.md: the jar section never says cookies are per client. add the line", "path"),
+    ("upgrade guide for the 1.0 users: Limits() replaces pool_size=; write the table of old -> new", "filed"),
+    # a causative on what the sign named changes it; "make one from scratch" would build
+    ("the timeout warning text: make it name the setting; one sentence in the warning", "filed"),
+    # small changes to what exists, and disclaimers of proposing
+    ("tweak the cookie jar example so it sets a domain", "verb"),
+    ("the cookie jar example sets a domain now; nothing new", "disclaims"),
+    ("could we build retries with a backoff on the transport? asking how people do it", "disclaims"),
+    ("should a cookie jar be written per client? not proposing it, just the trade-offs", "disclaims"),
+    # what others do is described, the request writes a rubric
+    ("students implement a cookie jar in Rust; write the grading rubric", "object"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_sixteen(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "make it persist: a cookie jar of our own in the client that writes cookies to disk",
+    "let users write cookies to disk: add a persistent cookie jar to the client",
+])
+def test_a_causative_that_rebuilds_or_a_capability_for_users_is_a_request(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
+
+
+def test_an_exercise_named_by_a_compound_lead_is_practice_and_a_to_do_is_not():
+    seen = _seen({"cookie", "jar", "students", "week", "client"})
+    found = foreign_target("networking course assignment: students write a cookie jar in C", seen)
+    assert found is not None and found["head"] == "assignment", found
+    assert foreign_target("homework for me this week: add a cookie jar to the client", seen) is None
+
+
+@pytest.mark.parametrize("prompt", [
+    # the context's target is not the request's, once a later clause places the work here
+    "Plan: (1) review Ana's PR, (2) pair with Nadia on the billing cron, (3) the proxy is SOCKS only, so add socks5 to our client",
+    "the Lambda integration made me notice: the client has no cookie store; let's write a cookie jar in httpx/_jar.py",
+])
+def test_a_later_clause_that_places_the_work_here_is_the_request(prompt):
+    seen = _seen({"plan", "review", "pr", "pair", "proxy", "socks", "socks5", "client", "cookie", "store", "jar",
+                  "notice", "only"})
+    assert foreign_target(prompt, seen, frozenset({"httpx", "docs"})) is None, foreign_target(prompt, seen)
+
+
+def test_a_later_clause_that_places_nothing_keeps_the_contexts_target():
+    seen = _seen({"cookie", "jar", "digest", "issue", "repro"})
+    found = foreign_target("the Salesforce SDK gets the cookie jar wrong; write an upstream issue with a repro", seen)
+    assert found is not None, found
