@@ -67,7 +67,10 @@ refactors, ports, plans, pasted errors, re-proposals plain and buried in context
 with `sets=(30,)`; 31 (prompts-heldout31.jsonl) every earlier style in equal parts, and 32
 (prompts-heldout32.jsonl) people integrating the library into other systems beside the
 maintainers' own work, asked for with `sets=(31,)` and `sets=(32,)`; 30, 31 and 32 were frozen
-together. Labels
+together; 35 (prompts-heldout35.jsonl) one more, frozen before the sixteenth tuning round's
+measurement (a solo maintainer and a few outside contributors over a month: triage, reviews,
+downstream users' requests, packaging and release chores, ports to other runtimes, teaching
+material, newcomers re-proposing what exists), asked for with `sets=(35,)`. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -119,6 +122,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # round's measurement
 # prompts-heldout30.jsonl, -31 and -32 hold sets 30, 31 and 32, frozen before the fifteenth
 # round's measurement
+# prompts-heldout35.jsonl holds set 35, frozen before the sixteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -128,7 +132,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout21.jsonl", "prompts-heldout22.jsonl", "prompts-heldout23.jsonl",
                 "prompts-heldout24.jsonl", "prompts-heldout25.jsonl", "prompts-heldout26.jsonl",
                 "prompts-heldout27.jsonl", "prompts-heldout28.jsonl", "prompts-heldout29.jsonl",
-                "prompts-heldout30.jsonl", "prompts-heldout31.jsonl", "prompts-heldout32.jsonl")
+                "prompts-heldout30.jsonl", "prompts-heldout31.jsonl", "prompts-heldout32.jsonl",
+                "prompts-heldout35.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
