@@ -67,11 +67,16 @@ refactors, ports, plans, pasted errors, re-proposals plain and buried in context
 with `sets=(30,)`; 31 (prompts-heldout31.jsonl) every earlier style in equal parts, and 32
 (prompts-heldout32.jsonl) people integrating the library into other systems beside the
 maintainers' own work, asked for with `sets=(31,)` and `sets=(32,)`; 30, 31 and 32 were frozen
-together; 33 (prompts-heldout33.jsonl) one more, frozen before the sixteenth tuning round's
-measurement (a platform team's quarter in one repo, written as long, careful prompts:
-migration plans, incident follow-ups, design reviews, vendor integrations, onboarding
-questions, and re-proposals stated as plans, ADRs, tickets or buried in a paragraph), asked
-for with `sets=(33,)`. Labels
+together; 33 (prompts-heldout33.jsonl) a platform team's quarter in one repo, written as
+long, careful prompts (migration plans, incident follow-ups, design reviews, vendor
+integrations, onboarding questions, re-proposals stated as plans, ADRs, tickets or buried in
+a paragraph), 34 (prompts-heldout34.jsonl) every style in equal parts once more (one-liners,
+paragraphs, questions, pastes, review comments, commit messages, hypotheticals, several asks
+in one prompt), and 35 (prompts-heldout35.jsonl) a solo maintainer and outside contributors
+over a month (triage, reviews, downstream requests, packaging, ports, teaching material,
+newcomers re-proposing what exists), asked for with `sets=(33,)`, `sets=(34,)` and
+`sets=(35,)`; 33, 34 and 35 were frozen together, before the sixteenth tuning round's
+measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -123,7 +128,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # round's measurement
 # prompts-heldout30.jsonl, -31 and -32 hold sets 30, 31 and 32, frozen before the fifteenth
 # round's measurement
-# prompts-heldout33.jsonl holds set 33, frozen before the sixteenth round's measurement
+# prompts-heldout33.jsonl, -34 and -35 hold sets 33, 34 and 35, frozen before the sixteenth
+# round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -134,7 +140,7 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout24.jsonl", "prompts-heldout25.jsonl", "prompts-heldout26.jsonl",
                 "prompts-heldout27.jsonl", "prompts-heldout28.jsonl", "prompts-heldout29.jsonl",
                 "prompts-heldout30.jsonl", "prompts-heldout31.jsonl", "prompts-heldout32.jsonl",
-                "prompts-heldout33.jsonl")
+                "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
