@@ -46,18 +46,18 @@ sentence sentences pytest unittest testcase translation reference advisory error
 cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
 report text wording conftest fix bugfix answer reply email comment logging tracing metrics log
 instrumentation heading headings footnote caption docstring typo link fixture fixtures row notice
-explanation overview rubric syllabus worksheet handout quiz
+explanation overview rubric syllabus worksheet handout quiz case hint annotation stub overload snippet
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
 TALKS = frozenset({"talk", "presentation", "slides", "blog", "newsletter", "podcast", "meetup", "keynote"})
 # An object qualified by one of these is a sample of a component, not the component ("an
 # example app that uses TestClient.websocket_connect")
-SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog", "commit"})
+SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documentation", "changelog", "commit", "snippet"})
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
 test explain pin unpin bump increase decrease lower reply answer triage confirm log
-tweak adjust reword rephrase clarify
+tweak adjust reword rephrase clarify instrument rename point tell
 """.split())
 # A build verb in the past or in a question about using what exists asks about it, not for
 # it again: "why did we build the transport API around handle_request?", "should we have
@@ -72,6 +72,9 @@ _ASKS_ABOUT = re.compile(
     # mistake to write …?": a hypothetical asked about
     r"|\bwould\s+you\s+(?:ever\s+)?(?:build|write|add|implement)\b[^?]{0,200}\bif\b[^?]{0,100}\?"
     r"|\bwould\s+(?:building|writing|adding|implementing)\b[^?]{0,200}\?|\basked\s+(?:me\s+|us\s+)?why\b"
+    r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:asked|wanted|told|needed)\s+(?:you|us|me|them)\s+"
+    r"to\s+(?:build|write|implement|add|make)\b(?=[^?]{0,200}\?)"
+    r"|\bis\s+there\s+(?:ever\s+)?(?:a|any)\s+(?:good\s+)?reason\s+to\s+(?:build|write|implement|add|make|roll)\b"
     r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:were\s+to\s+)?(?:wrote|write|built|build|implemented|"
     r"implement|added|add|made|make)\b(?=[^?]{0,200}\?)"
     r"|\b(?:would|is|was)\s+it\s+(?:be\s+)?(?:a\s+mistake|overkill|wise|worth\s+it|a\s+bad\s+idea)\s+to\b"
@@ -116,11 +119,15 @@ _DISCLAIMS = re.compile(
     r"|\bno\s+code\b(?=\s*(?:[.,;!)]|$|please|just))"
     r"|\b(?:don't|do\s+not)\s+(?:change|touch|write|implement)\s+(?:anything|any\s+code)\b"
     r"|\bjust\s+(?:thoughts|opinions?|an\s+opinion)\b|\bcurious\s*[.!?]?\s*$"
+    r"|\bjust\s+(?:your|my|an?)\s+(?:honest\s+)?(?:opinion|take|thoughts|view)\b"
+    r"|\bnothing\s+(?:in|on|about)\s+(?:the\s+)?[\w.-]+(?:\s+itself)?\s+changes\b"
+    r"|\bnothing\s+to\s+(?:add|change|build|write|fix|implement)\b"
     r"|\bexplain\s+(?:me|to\s+me|please|pls)\b|\bno\s+code\s+changes?\b"
     r"|\bno\s+changes?\s+(?:in|to)\s+(?:the\s+)?(?:library|lib|package|code|project)\b"
     r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b"
     r"|\bno\s+behaviou?r(?:al)?\s+changes?\b|\bbehaviou?r\b[^.;]{0,40}\bstays?\s+(?:exactly\s+)?(?:as|the\s+same)\b"
-    r"|\b(?:docs?|documentation|tests?)\s+only\b|\bno\s+feature\s+work\b"
+    r"|\b(?:docs?|documentation|tests?|instrumentation|logging|metrics|tracing|examples?|comments?|wording|typing)"
+    r"\s+only\b|\bno\s+feature\s+work\b"
     r"|\bno\s+new\s+(?:[\w-]+\s+){0,2}(?:class(?:es)?|code|features?|modules?|components?)\b"
     r"|\b(?:otherwise|else)\s+unchanged\b|\bkeep\s+(?:today's|the\s+current|current|existing|its|the)\s+behaviou?r\b"
     r"|\bitself\s+(?:stays?|remains?)\s+(?:as\s+it\s+is|as\s+is|the\s+same)\b"
@@ -174,6 +181,9 @@ _TEXT_PARTS = frozenset({"line", "table", "entry", "bullet", "list", "item", "co
 # "make it point at the docs page", "make them warn once": a causative on what was named
 # changes it; "make one from scratch" builds
 _REBUILDS = frozenset({"from", "again", "ourselves", "anew", "new"})
+# What a third person wants to build is theirs ("they want to build …", "a user wants to write …")
+_WANT = frozenset({"want", "wants", "need", "needs", "plan", "plans", "wanted", "hope", "hopes", "try", "tries"})
+_THIRD = frozenset({"they", "he", "she", "user", "someone", "somebody", "customer", "contributor", "team"})
 # Who else does the work ("students implement SOCKS handshakes in C", "users write their own
 # adapters"): a description of others' work, not a request to this project
 _OTHERS = frozenset("""
@@ -298,10 +308,14 @@ def about_work(prompt: str) -> dict | None:
                 break
             if at and low[at - 1] == "by" and _gerund(word) in BUILD_VERBS:
                 word = _gerund(word)  # "fix it by writing a signed-cookie middleware": a request
-            if word not in BUILD_VERBS or _a_noun_here(low, at, word):
+            # "we need a router with Route and Mount": a request, as a build verb is
+            needs = word == "need" and at and low[at - 1] in {"we", "i"} and low[at + 1:at + 2] in (["a"], ["an"], ["our"])
+            if not needs and (word not in BUILD_VERBS or _a_noun_here(low, at, word)):
                 continue  # "the build server", "the project's log", "through Tor's SOCKS port"
             if at and low[at - 1] in _OTHERS and (at < 2 or low[at - 2] not in {"let", "lets", "help", "allow"}):
-                continue  # "students implement SOCKS handshakes in C": what others do
+                continue
+            if at > 2 and low[at - 1] == "to" and low[at - 2] in _WANT and low[at - 3] in _OTHERS | _THIRD:
+                continue  # "they want to build proxy routing per spider in their middleware": their wish  # "students implement SOCKS handshakes in C": what others do
             run = []  # the object, as written; its head is its last word's last part
             for w in words[at + 1:at + 1 + MAX_PHRASE]:
                 last = _CAMEL_SPLIT.split(w)[-1].lower()

@@ -48,7 +48,7 @@ pipeline job playbook bot cluster repo repository network database backend front
 dashboard plugin extension lambda cronjob cron daemon deployment infrastructure infra
 stack chart notebook spreadsheet game device firmware portal intranet monorepo vm server
 project client library sdk handler page config configuration mod addon add-on box
-machine vpc agent runner warehouse port crate
+machine vpc agent runner warehouse port crate scraper crawler spider
 """.split())
 # A context that is an exercise, not the product: the work is practice, whatever it builds
 # ("chapter 4 of the networking course", "homework: implement encoding detection in Rust").
@@ -138,6 +138,8 @@ def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str
                 continue  # "to stop clients caching": an infinitive, not a place
             if at > 0 and words[at].lower() == "on" and words[at - 1].lower() in _MODELLED:
                 continue  # "modelled on aiohttp's TCPConnector": a model, not the place
+            if at > 1 and words[at].lower() == "of" and words[at - 1].lower() == "top" and words[at - 2].lower() == "on":
+                continue  # "on top of the h2 state machine": a base, not the place
             k += det
             run = []
             while k < len(words) and len(run) < MAX_PHRASE:
@@ -281,7 +283,8 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
 
 # A speaker taking the work on, mid-sentence ("…, so I'll write connection limits of our
 # own in httpx/_limits.py"): a request as a new sentence is
-_TAKES_ON = re.compile(r"\b(?:so\s+|then\s+|and\s+)?(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to)\s+", re.I)
+_TAKES_ON = re.compile(r"\b(?:so\s+|then\s+|and\s+)?(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to"
+                       r"|'m\s+planning\s+to|'re\s+planning\s+to|\s+plan\s+to)\s+", re.I)
 
 
 # A clause after the context that may be the request: after a semicolon, or after ", so" or

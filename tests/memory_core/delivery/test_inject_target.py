@@ -770,3 +770,45 @@ def test_a_later_clause_that_places_nothing_keeps_the_contexts_target():
     seen = _seen({"cookie", "jar", "digest", "issue", "repro"})
     found = foreign_target("the Salesforce SDK gets the cookie jar wrong; write an upstream issue with a repro", seen)
     assert found is not None, found
+
+
+# Round 17, written from sets 33-35 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    ("add a counter of dropped cookies to the exporter; metrics only", "disclaims"),
+    ("the upgrade memo: the billing job moves off the client to aiohttp; nothing in httpx itself changes", "disclaims"),
+    ("a user's kiosk app wants a retry badge; point them at the transport's retries, nothing to add here", "disclaims"),
+    ("if someone asked you to build a cookie jar into curl, which parser would you pick?", "asks"),
+    ("would you start a cookie jar from libcurl's? just your opinion", "disclaims"),
+    ("is there ever a reason to write your own cookie jar when http.cookiejar exists?", "asks"),
+    ("instrument the upload calls: an event hook that logs elapsed", "verb"),
+    ("tell them the jar already handles domains", "verb"),
+    ("typing: an overload so cast=int returns int; add a test case", "object"),
+    ("the issue wants a cookie jar example; add a short snippet to the page", "object"),
+    ("downstream note: they want to write a cookie jar per tenant in their plugin", "filed"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_seventeen(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+def test_we_need_a_thing_is_a_request_after_a_sign():
+    from memory_core.delivery.about import about_work
+
+    assert about_work("review notes: we need a cookie jar with domain matching in the client") is None
+    assert about_work("review notes: we need a test for the jar's domain matching")  # the lead stands
+
+
+@pytest.mark.parametrize("prompt, head", [
+    ("build the scraper on one Session, with a cookie jar", "scraper"),
+])
+def test_a_scraper_is_a_system_of_its_own(prompt, head):
+    found = foreign_target(prompt, _seen({"session", "cookie", "jar"}))
+    assert found is not None and found["head"] == head, found
+
+
+def test_what_a_build_goes_on_top_of_and_a_plan_to_write_are_not_the_target():
+    seen = _seen({"user", "forum", "wants", "cookie", "jar", "client", "httpx"})
+    prompt = "a user on the forum wants one, so I'm planning to write a cookie jar on top of the Netscape state machine"
+    assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
