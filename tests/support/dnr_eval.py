@@ -76,7 +76,10 @@ in one prompt), and 35 (prompts-heldout35.jsonl) a solo maintainer and outside c
 over a month (triage, reviews, downstream requests, packaging, ports, teaching material,
 newcomers re-proposing what exists), asked for with `sets=(33,)`, `sets=(34,)` and
 `sets=(35,)`; 33, 34 and 35 were frozen together, before the sixteenth tuning round's
-measurement. Labels
+measurement; 38 (prompts-heldout38.jsonl) people who use the library inside other products
+(mobile backends, data pipelines, CLIs, games, embedded devices, notebooks, other frameworks)
+asking for changes, beside the maintainers' own week of reviews, releases and re-proposals,
+asked for with `sets=(38,)`, frozen before the seventeenth tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -130,6 +133,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # round's measurement
 # prompts-heldout33.jsonl, -34 and -35 hold sets 33, 34 and 35, frozen before the sixteenth
 # round's measurement
+# prompts-heldout38.jsonl holds set 38, frozen before the seventeenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -140,7 +144,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout24.jsonl", "prompts-heldout25.jsonl", "prompts-heldout26.jsonl",
                 "prompts-heldout27.jsonl", "prompts-heldout28.jsonl", "prompts-heldout29.jsonl",
                 "prompts-heldout30.jsonl", "prompts-heldout31.jsonl", "prompts-heldout32.jsonl",
-                "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl")
+                "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl",
+                "prompts-heldout38.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
