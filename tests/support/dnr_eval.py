@@ -79,8 +79,13 @@ newcomers re-proposing what exists), asked for with `sets=(33,)`, `sets=(34,)` a
 measurement; 36 (prompts-heldout36.jsonl) a ground-station operator's platform team written as
 long, careful prompts once more (migration plans, incident follow-ups, design reviews, vendor
 SDKs, onboarding questions, RFC excerpts, re-proposals stated as plans, tickets or buried in a
-paragraph), asked for with `sets=(36,)`, frozen before the seventeenth tuning round's
-measurement. Labels
+paragraph), 37 (prompts-heldout37.jsonl) every style in equal parts, written fast
+(one-liners, paragraphs, questions, pastes, review comments, commit messages, hypotheticals,
+several asks in one prompt, chat-like follow-ups), and 38 (prompts-heldout38.jsonl) people who
+use the library inside other products (mobile backends, data pipelines, CLIs, games,
+embedded devices, notebooks, other frameworks) beside the maintainers' own week, asked for
+with `sets=(36,)`, `sets=(37,)` and `sets=(38,)`; 36, 37 and 38 were frozen together, before
+the seventeenth tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -134,7 +139,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # round's measurement
 # prompts-heldout33.jsonl, -34 and -35 hold sets 33, 34 and 35, frozen before the sixteenth
 # round's measurement
-# prompts-heldout36.jsonl holds set 36, frozen before the seventeenth round's measurement
+# prompts-heldout36.jsonl, -37 and -38 hold sets 36, 37 and 38, frozen before the
+# seventeenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -146,7 +152,7 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout27.jsonl", "prompts-heldout28.jsonl", "prompts-heldout29.jsonl",
                 "prompts-heldout30.jsonl", "prompts-heldout31.jsonl", "prompts-heldout32.jsonl",
                 "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl",
-                "prompts-heldout36.jsonl")
+                "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
