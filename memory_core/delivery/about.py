@@ -47,6 +47,7 @@ cleanup tweak nit fixup deprecation migration upgrade bump results numbers findi
 report text wording conftest fix bugfix answer reply email comment logging tracing metrics log
 instrumentation heading headings footnote caption docstring typo link fixture fixtures row notice
 explanation overview rubric syllabus worksheet handout quiz case hint annotation stub overload snippet
+question description
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
@@ -293,7 +294,9 @@ def about_work(prompt: str) -> dict | None:
                 continue
         for at, word in enumerate(low[:12]):
             if word in ABOUT_VERBS and (at == 0 or (low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}
-                                                    and word != "log")):  # "users … to log every request"
+                                                    and word != "log"  # "users … to log every request"
+                                                    and not (low[at - 1] == "can" and at > 1
+                                                             and low[at - 2] not in {"you", "we", "i"}))):
                 found = found or {"verb": words[at]}
                 break
             if word == "raise" and at + 2 < len(low) and low[at + 1] in DETERMINERS \
@@ -318,9 +321,13 @@ def about_work(prompt: str) -> dict | None:
                 continue  # "they want to build proxy routing per spider in their middleware": their wish  # "students implement SOCKS handshakes in C": what others do
             run = []  # the object, as written; its head is its last word's last part
             for w in words[at + 1:at + 1 + MAX_PHRASE]:
+                if not run and w.lower() in DETERMINERS:
+                    continue  # "write that description": a determiner, not "that" of a clause
                 last = _CAMEL_SPLIT.split(w)[-1].lower()
                 if w.lower() in _OBJECT_ENDS or (last.endswith("ing") and last not in ABOUT and run):
                     break  # "a test covering …"; "the grading rubric" is one object
+                if run and w.lower() in DETERMINERS - {"a", "an"}:
+                    break  # "write the code this commit message describes": the code
                 if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
                     run.append(w)
             while run and run[-1].lower() in {"only", "too", "there", "here"}:
@@ -346,13 +353,19 @@ def about_work(prompt: str) -> dict | None:
     return _only_asks(prompt[:2000])
 
 
+# The speaker says the build is under way ("… ? writing it tonight"): the question asks how, not
+# whether
+_DOING = re.compile(r"(?:^|[.;,!?]\s*)(?:writing|building|adding|implementing|coding)\s+(?:it|this|that|one|them)\b",
+                    re.I | re.M)
+
+
 def _only_asks(text: str) -> dict | None:
     """A question that asks for nothing to be built ("which one wins?", "is the body half
     read?"): the prompt asks something and no build verb in it is said as a request."""
     question = next((q for q in SENTENCES.split(text) if q.rstrip().endswith("?")), None)
     if question is None:
         return None
-    if _asks_to_build(WORDS.findall(_prose(text))):
+    if _asks_to_build(WORDS.findall(_prose(text))) or _DOING.search(text):
         return None
     return {"asks": question.strip()[:120]}
 

@@ -79,7 +79,7 @@ PHRASE_ENDS = frozenset({"so", "that", "which", "who", "where", "when", "while",
 MAX_PHRASE = 7            # words of a noun phrase read after the preposition and determiner
 # a backtick quotes code inside a sentence ("in `backup.py` the bodies"): not a clause break
 CLAUSES = re.compile(r"[,;:!?()\[\]{}\"<>|]|\.(?=\s|$)|\s[-\u2013\u2014]\s")
-WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9+./-]*(?:'s)?")
+WORDS = re.compile(r"[A-Za-z0-9][A-Za-z0-9+./_-]*(?:'s)?")  # "httpx/_pool_caps.py", "raise_for_status"
 _PARTS = re.compile(r"[^\W_]+")
 
 
@@ -118,8 +118,9 @@ def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str
     out = []
     lead, colon, _rest = prompt.partition(":")
     lead_words = WORDS.findall(lead)
-    if colon and 0 < len(lead_words) <= 4:  # "nginx config: serve static files …": what it is for
-        out.append((lead.strip(), [w.lower() for w in lead_words]))
+    if colon and 0 < len(lead_words) <= 4 and not any(  # "nginx config: serve static files …": what it is for
+            singular(w.lower()) in _HEADINGS or any(c.isdigit() for c in w) for w in lead_words):
+        out.append((lead.strip(), [w.lower() for w in lead_words]))  # not "sprint goal KDL-S22:"
     for clause in CLAUSES.split(prompt):
         words = WORDS.findall(clause)
         starts = [at for at, word in enumerate(words) if word.lower() in PREPOSITIONS]
@@ -172,6 +173,12 @@ def _parts(words) -> list[str]:
                    if not p.isdigit() and p not in GENERIC and p not in STOPWORDS})
 
 
+# What a plan or a note is written in names no system ("buried in the Q2 plan", "per the RFC")
+DOCUMENTS = frozenset("""
+plan roadmap note rfc proposal ticket minutes retro agenda memo writeup write-up adr backlog
+""".split())
+
+
 def _readings(words: list[str], theirs: bool = False, built: bool = False, tree: frozenset = frozenset()):
     """What in one phrase may name another system, as (head, the words that must include one
     the project never writes, every word shown): each system noun in it, with the words
@@ -179,6 +186,8 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False, tree:
     ("our deploy.sh"); an owner ("aiohttp's TCPConnector"). A build verb's object (`built`)
     is what is built, not where: its head counts only as a shared head does ("write a small
     daemon listing queues" may be the project's own daemon; "a Go daemon" is not)."""
+    if words and singular(words[-1].removesuffix("'s")) in DOCUMENTS:
+        return  # "in the Q2 plan", "the KDL-2410 ticket": where the request is written down
     if theirs and built:  # "write their helper module": what is built is someone else's
         yield singular(words[-1].removesuffix("'s")) if words else "their", None, _parts(words)
         return
@@ -186,7 +195,10 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False, tree:
         bare = word.removesuffix("'s")
         if singular(bare) == "port" and at + 1 < len(words) and words[at + 1].isdigit():
             continue  # "on port 8443": a number, not a port of the code
-        if singular(bare) in SYSTEMS:
+        if singular(bare) in SYSTEMS and not (built and at + 1 < len(words) and not word.endswith("'s")
+                                              and not words[at + 1].endswith("ing")):
+            # a built object names a system by its head: "a pluggable backend interface" is an
+            # interface; "a Rust daemon listing queues" is a daemon
             modifiers = [w for w in words[:at] if w not in DETERMINERS]
             if theirs:  # "their library", "their SDK": someone else's, whatever its words
                 yield singular(bare), None, _parts(words)
@@ -198,6 +210,8 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False, tree:
             else:
                 checked = _parts(modifiers + [bare])
             yield singular(bare), checked, _parts(words)
+        elif _FILE.fullmatch(bare) and theirs:  # "in their middleware/gzip.go": their file
+            yield "file", None, _parts(words)
         elif _FILE.fullmatch(bare):  # "deploy.sh" by its name; "httpx/_forms2.py" by its folders
             folder = words[at - 1] if at and words[at - 1].endswith("/") else ""  # "httpx/" "_forms2.py"
             yield "file", _placed_by(folder + bare, tree), _parts(words)
@@ -284,7 +298,7 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
 # A speaker taking the work on, mid-sentence ("…, so I'll write connection limits of our
 # own in httpx/_limits.py"): a request as a new sentence is
 _TAKES_ON = re.compile(r"\b(?:so\s+|then\s+|and\s+)?(?:i|we)(?:'ll|\s+will|\s+am\s+going\s+to|'m\s+going\s+to"
-                       r"|'m\s+planning\s+to|'re\s+planning\s+to|\s+plan\s+to)\s+", re.I)
+                       r"|'m\s+planning\s+to|'re\s+planning\s+to|\s+plan\s+to|'d\s+like\s+to|\s+would\s+like\s+to)\s+", re.I)
 
 
 # A clause after the context that may be the request: after a semicolon, or after ", so" or
@@ -380,8 +394,8 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
         # a proper name: two words or more, one capitalised ("the Jenkins JVM"); one word
         # unseen is too little ("for the UI"), and so are plain words ("the far side")
         shown = written.split()
-        if written not in objects and len(parts) >= 2 and any(w[:1].isupper() and w.lower() not in DETERMINERS
-                                                              for w in shown[1:]):
+        if written not in objects and len(parts) >= 2 and singular(words[-1].removesuffix("'s")) not in DOCUMENTS \
+                and any(w[:1].isupper() and w.lower() not in DETERMINERS for w in shown[1:]):
             wholes.append((written, singular(words[-1].removesuffix("'s")), parts))
     tools = [(written, parts) for written, parts in instruments(request) if parts]  # not the context's
     trees = [(path, parts) for path in paths(prompt[:2000]) if (parts := _placed_by(path, tree))]
@@ -425,12 +439,21 @@ def _exercise_lead(prompt: str) -> dict | None:
     return None
 
 
+# Words of a heading that name no system ("sprint goal KDL-S22:", "standup:"); "ci" and "build"
+# in _MESSAGE_LEADS below may ("Woodpecker CI (.woodpecker.yml): …")
+_HEADINGS = frozenset("""
+plan goal standup note context idea task summary background step proposal retro agenda minutes
+recap status sprint roadmap todo question request ask update
+""".split())
+
+
 # Leads that file a prompt by the kind of message it is, not by where the work goes: a
 # commit's type, a note's heading ("context: …", "plan: …")
 _MESSAGE_LEADS = frozenset("""
 feat feature fix bug docs doc test tests chore ci build perf refactor style revert nit todo
 context plan next note update idea goal task ask request question proposal background step
-traceback error summary tl;dr tldr ps fyi re commit wip draft
+traceback error summary tl;dr tldr ps fyi re commit wip draft standup retro agenda minutes recap
+status sprint roadmap
 """.split())
 
 

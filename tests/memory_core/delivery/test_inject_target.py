@@ -571,7 +571,7 @@ def test_a_noun_that_is_also_a_build_verb_is_no_request_after_a_noun():
     ("draft a polite reply to the reporter explaining how the pool timeout works", "object"),
     ("Reply with the limits example from the docs and close the issue", "verb"),
     ("write an email to the vendor asking for their accepted cookie format", "object"),
-    ("answer the question in the thread: read the redirect code path and write the reply only", "verb"),
+    ("answer the question in the thread: read the redirect code path and write the reply only", "filed"),
     ("add tracing around the redirect loop so each hop is a span", "object"),
     ("add structured logging around the cookie jar, names only, never values", "object"),
     ("the flaky test compares bytes to str; fix the assertion. The cookie jar itself is correct.", "disclaims"),
@@ -812,3 +812,57 @@ def test_what_a_build_goes_on_top_of_and_a_plan_to_write_are_not_the_target():
     seen = _seen({"user", "forum", "wants", "cookie", "jar", "client", "httpx"})
     prompt = "a user on the forum wants one, so I'm planning to write a cookie jar on top of the Netscape state machine"
     assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
+
+
+# Round 18, written from sets 36-38 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt", [
+    # a heading or a ticket as the lead, a document the plan is written in: no target
+    "sprint goal PLT-S7: a cookie jar of our own in the client, domain matching included",
+    "standup: today I start on a cookie jar for the client",
+    "Buried in the H1 roadmap under 'state': we write a cookie jar in the client",
+    # a built object's head decides; a path with underscores is one path
+    "so I'd like to add a pluggable backend interface to the client",
+    "I'd like a cookie jar for the client in httpx/_cookie_store.py",
+    # the request's own place is the project, whatever the context's purpose was
+    "For the billing pipelines the client forgets cookies, so I'd like to write a cookie jar into httpx",
+    # "on top of" is a base; a plan to write is taken on
+    "a user wants it, so I'm planning to write a cookie jar on top of the stdlib state machine",
+])
+def test_a_request_in_these_forms_is_not_held_round_eighteen(prompt):
+    seen = _seen({"cookie", "jar", "client", "domain", "matching", "today", "start", "state", "pluggable", "interface",
+                  "backend", "user", "wants", "forgets", "stdlib", "httpx", "write"})
+    assert foreign_target(prompt, seen, frozenset({"httpx", "docs"})) is None, foreign_target(prompt, seen)
+
+
+@pytest.mark.parametrize("prompt, head", [
+    ("the Go team's router needs a cookie jar like ours; write it in their jar/store.go", "file"),
+    ("set the cookie path in the Nomad job spec for the fetcher", "job"),
+    ("Woodpecker CI (.woodpecker.yml): add a step that serves the cookie docs", "file"),
+])
+def test_their_file_a_job_spec_and_a_ci_lead_are_another_system(prompt, head):
+    found = foreign_target(prompt, _seen({"cookie", "jar", "path", "fetcher", "step", "docs", "serves", "router",
+                                          "set", "store", "go"}))
+    assert found is not None and found["head"] == head, found
+
+
+@pytest.mark.parametrize("prompt, key", [
+    ("design review: give me five sharp questions about the cookie jar's domain rules", "filed"),
+    ("they want prose, not code: write that description of the jar's lookup order", "object"),
+    ("give me three questions to ask about the jar", "object"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_eighteen(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "our own cookie policy for the client: a callback so it can answer a domain check, built in",
+    "feat(cookies): a jar of our own\n\nwrite the code this commit message describes",
+    "is it fine if I put a cookie jar in httpx/_jar.py with domain matching? writing it tonight",
+])
+def test_a_request_in_these_forms_is_not_work_about_what_exists(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
