@@ -85,7 +85,11 @@ several asks in one prompt, chat-like follow-ups), and 38 (prompts-heldout38.jso
 use the library inside other products (mobile backends, data pipelines, CLIs, games,
 embedded devices, notebooks, other frameworks) beside the maintainers' own week, asked for
 with `sets=(36,)`, `sets=(37,)` and `sets=(38,)`; 36, 37 and 38 were frozen together, before
-the seventeenth tuning round's measurement. Labels
+the seventeenth tuning round's measurement; 41 (prompts-heldout41.jsonl) a mixed month
+(maintainers' releases and reviews, integrators who embed the library in other products, and
+newcomers who re-propose what exists in plain or roundabout words, some naming a file in the
+project, some naming their own service as the reason; half short, half long), asked for with
+`sets=(41,)`, frozen before the eighteenth tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -141,6 +145,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # round's measurement
 # prompts-heldout36.jsonl, -37 and -38 hold sets 36, 37 and 38, frozen before the
 # seventeenth round's measurement
+# prompts-heldout41.jsonl holds set 41, frozen before the eighteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -152,7 +157,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout27.jsonl", "prompts-heldout28.jsonl", "prompts-heldout29.jsonl",
                 "prompts-heldout30.jsonl", "prompts-heldout31.jsonl", "prompts-heldout32.jsonl",
                 "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl",
-                "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl")
+                "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl",
+                "prompts-heldout41.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
