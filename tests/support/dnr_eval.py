@@ -88,8 +88,14 @@ with `sets=(36,)`, `sets=(37,)` and `sets=(38,)`; 36, 37 and 38 were frozen toge
 the seventeenth tuning round's measurement; 39 (prompts-heldout39.jsonl) an audiobook
 publisher's product team written as long, careful prompts (design docs, RFC excerpts,
 migration plans, postmortem action items, roadmap notes, onboarding questions, re-proposals
-stated as plans, tickets or action items or buried in a paragraph), asked for with
-`sets=(39,)`, frozen before the eighteenth tuning round's measurement. Labels
+stated as plans, tickets or action items or buried in a paragraph), 40
+(prompts-heldout40.jsonl) every style in equal parts once more, around a beekeeping co-op's
+tools (one-liners, paragraphs, questions, pastes, review comments, commit messages,
+hypotheticals, several asks in one prompt, follow-ups pointing back at earlier turns), and 41
+(prompts-heldout41.jsonl) a mixed month (maintainers' releases and reviews, integrators who
+embed the library in other products, newcomers who re-propose what exists in plain or
+roundabout words), asked for with `sets=(39,)`, `sets=(40,)` and `sets=(41,)`; 39, 40 and 41
+were frozen together, before the eighteenth tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -145,7 +151,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # round's measurement
 # prompts-heldout36.jsonl, -37 and -38 hold sets 36, 37 and 38, frozen before the
 # seventeenth round's measurement
-# prompts-heldout39.jsonl holds set 39, frozen before the eighteenth round's measurement
+# prompts-heldout39.jsonl, -40 and -41 hold sets 39, 40 and 41, frozen before the
+# eighteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -158,7 +165,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout30.jsonl", "prompts-heldout31.jsonl", "prompts-heldout32.jsonl",
                 "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl",
                 "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl",
-                "prompts-heldout39.jsonl")
+                "prompts-heldout39.jsonl", "prompts-heldout40.jsonl",
+                "prompts-heldout41.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
