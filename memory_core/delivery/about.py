@@ -76,6 +76,9 @@ _ASKS_ABOUT = re.compile(
     r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:asked|wanted|told|needed)\s+(?:you|us|me|them)\s+"
     r"to\s+(?:build|write|implement|add|make)\b(?=[^?]{0,200}\?)"
     r"|\bis\s+there\s+(?:ever\s+)?(?:a|any)\s+(?:good\s+)?reason\s+to\s+(?:build|write|implement|add|make|roll)\b"
+    r"|\b(?:a|any)\s+(?:good\s+)?reason\s+to\s+(?:build|write|implement|add|make|roll)\b(?=[^?]{0,200}\?)"
+    r"|\bwould\s+it\s+have\s+been\s+(?:[\w-]+\s+){0,2}to\s+(?:build|write|implement|add|make|put)\b"
+    r"|\b(?:asks?|asked|asking|wonders?|wondered|wondering)\s+how\s+to\s+(?:build|write|implement|add|make|create)\b"
     r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:were\s+to\s+)?(?:wrote|write|built|build|implemented|"
     r"implement|added|add|made|make)\b(?=[^?]{0,200}\?)"
     r"|\b(?:would|is|was)\s+it\s+(?:be\s+)?(?:a\s+mistake|overkill|wise|worth\s+it|a\s+bad\s+idea)\s+to\b"
@@ -127,7 +130,8 @@ _DISCLAIMS = re.compile(
     r"|\bno\s+changes?\s+(?:in|to)\s+(?:the\s+)?(?:library|lib|package|code|project)\b"
     r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b"
     r"|\bno\s+behaviou?r(?:al)?\s+changes?\b|\bbehaviou?r\b[^.;]{0,40}\bstays?\s+(?:exactly\s+)?(?:as|the\s+same)\b"
-    r"|\b(?:docs?|documentation|tests?|instrumentation|logging|metrics|tracing|examples?|comments?|wording|typing)"
+    r"|\b(?:docs?|documentation|tests?|instrumentation|logging|metrics|tracing|examples?|comments?|wording|typing"
+    r"|text|guide|prose|page)"
     r"\s+only\b|\bno\s+feature\s+work\b"
     r"|\bno\s+new\s+(?:[\w-]+\s+){0,2}(?:class(?:es)?|code|features?|modules?|components?)\b"
     r"|\b(?:otherwise|else)\s+unchanged\b|\bkeep\s+(?:today's|the\s+current|current|existing|its|the)\s+behaviou?r\b"
@@ -136,8 +140,9 @@ _DISCLAIMS = re.compile(
     r"|\bnothing\s+(?:gets|is|will\s+be)\s+(?:written|built|implemented|changed)\b"
     r"|\bnone\s+of\s+(?:it|this|that)\s+(?:touches|changes)\b"
     r"|\bbehaviou?r\s+(?:is\s+|stays\s+)?unchanged\b|\basking\s+before\b|\btrying\s+to\s+understand\b"
-    r"|\bnot\s+a\s+(?:ticket|task|request|pr|feature\s+request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing)\b"
-    r"|(?:^|[,;.]\s*)nothing\s+new\s*[.!]?\s*$|\bnot\s+(?:proposing|suggesting)\b"
+    r"|\bnot\s+a\s+(?:ticket|task|request|pr|feature\s+request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing|proposing|suggesting|planning)\b"
+    r"|\bno\s+implementation\b|\(\s*not\s+ours\s*\)|\bnot\s+ours\s*[.;,)]"
+    r"|(?:^|[,;.]\s*)nothing\s+new\s*[.!]?\s*$|\bnot\s+(?:proposing|suggesting|requesting)\b"
     r"|\basking\s+how\s+(?:people|others|folks|teams|projects|everyone)\b"
     r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
@@ -332,7 +337,7 @@ def about_work(prompt: str) -> dict | None:
                     run.append(w)
             while run and run[-1].lower() in {"only", "too", "there", "here"}:
                 run = run[:-1]  # "write the reply only"
-            if run and (_head(run[-1]) in ABOUT or run[-1].lower() in ABOUT
+            if run and (_head(run[-1]) in ABOUT | _WRITTEN_TO or run[-1].lower() in ABOUT
                         or any(w.lower() in SAMPLES for w in run[:-1])):
                 found = found or {"object": " ".join(run)}
                 break
@@ -344,6 +349,10 @@ def about_work(prompt: str) -> dict | None:
                 break  # "… warning text: make it point at the docs page": what the sign named, changed
             if found and run and _head(run[-1]) in _TEXT_PARTS:
                 break  # "docs/user/advanced.rst: … add the line": a piece of the page
+            place = _about_place(low, at + 1)
+            if place:  # "add timeout=(3.05, 27) to the example": what is built goes into a docs artifact
+                found = found or {"place": place}
+                break
             placed = next((path for p_at, path in about_paths if p_at >= start), None)
             if placed:  # "write the failing test in tests/test_mock.py": the request writes a test
                 return {"path": placed}
@@ -351,6 +360,33 @@ def about_work(prompt: str) -> dict | None:
     if found:
         return found
     return _only_asks(prompt[:2000])
+
+
+_ATTRIBUTES = frozenset({"with", "without", "from", "by", "at", "per"})  # "a jar with two domains to …"
+
+
+def _about_place(low: list[str], start: int) -> str | None:
+    """The first place a build request puts its work ("… to the example", "… in the FAQ"),
+    when it is an artifact about a component; None when the first place is anything else or
+    the clause goes on before one ("as described in the docs")."""
+    for k in range(start, min(len(low), start + 14)):
+        if low[k] in {"to", "into", "in"}:
+            j = k + 1
+            while j < len(low) and low[j] in DETERMINERS:
+                j += 1
+            phrase = []
+            while j < len(low) and len(phrase) < MAX_PHRASE and low[j] not in _OBJECT_ENDS and low[j] not in DETERMINERS:
+                phrase.append(low[j])
+                j += 1
+            return " ".join(phrase) if phrase and _head(phrase[-1]) in ABOUT else None
+        if low[k] in _OBJECT_ENDS and low[k] not in PREPOSITIONS | _ATTRIBUTES:
+            return None  # "… as described in the docs": the clause went on
+    return None
+
+
+# What is written to someone about a component, as a build's object only ("draft a support
+# ticket to their team"); as a lead ("Support ticket RQ-233: …") it files the request
+_WRITTEN_TO = frozenset({"ticket", "issue"})
 
 
 # The speaker says the build is under way ("… ? writing it tonight"): the question asks how, not

@@ -311,6 +311,14 @@ _NEXT_ASK = re.compile(r";\s*|,\s*(?=(?:so|then)\s)", re.I)
 _OURS = re.compile(r"\b(?:to|in|into|inside|within)\s+our\s", re.I)
 
 
+def _names_tree(clause: str, tree: frozenset) -> bool:
+    """The clause puts the work into the project by its name ("… into httpx itself", "… for
+    Starlette"): a preposition of place before one of its own names."""
+    words = [w.lower() for w in WORDS.findall(clause)]
+    return any(a in {"to", "into", "in", "for", "inside", "within"} and b in tree
+               for a, b in zip(words, words[1:], strict=False))
+
+
 def _in_tree(path: str, tree: frozenset) -> bool:
     names = [f for f in re.split(r"/+", path) if f]
     return len(names) > 1 and names[0].lower().strip("._") in tree
@@ -333,7 +341,7 @@ def _requests(text: str, tree: frozenset = frozenset()):
                 yield at + m.end(), sentence[m.end():]
         for m in _NEXT_ASK.finditer(sentence):  # "…, so add socks5 to our HTTP layer"
             clause = sentence[m.end():]
-            if _OURS.search(clause) or any(_in_tree(path, tree) for path in paths(clause)):
+            if _OURS.search(clause) or _names_tree(clause, tree) or any(_in_tree(path, tree) for path in paths(clause)):
                 yield at + m.end(), clause
         at += len(sentence)
 
@@ -395,8 +403,9 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
         # unseen is too little ("for the UI"), and so are plain words ("the far side")
         shown = written.split()
         if written not in objects and len(parts) >= 2 and singular(words[-1].removesuffix("'s")) not in DOCUMENTS \
+                and not (shown[-1].isupper() and not any(w[:1].isupper() and not w.isupper() for w in shown[:-1])) \
                 and any(w[:1].isupper() and w.lower() not in DETERMINERS for w in shown[1:]):
-            wholes.append((written, singular(words[-1].removesuffix("'s")), parts))
+            wholes.append((written, singular(words[-1].removesuffix("'s")), parts))  # not "remote DNS"
     tools = [(written, parts) for written, parts in instruments(request) if parts]  # not the context's
     trees = [(path, parts) for path in paths(prompt[:2000]) if (parts := _placed_by(path, tree))]
     label = _label(prompt)

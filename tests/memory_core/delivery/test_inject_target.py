@@ -784,7 +784,7 @@ def test_a_later_clause_that_places_nothing_keeps_the_contexts_target():
     ("instrument the upload calls: an event hook that logs elapsed", "verb"),
     ("tell them the jar already handles domains", "verb"),
     ("typing: an overload so cast=int returns int; add a test case", "object"),
-    ("the issue wants a cookie jar example; add a short snippet to the page", "object"),
+    ("the issue asks for a cookie jar example; add a short snippet to the page", "object"),
     ("downstream note: they want to write a cookie jar per tenant in their plugin", "filed"),
 ])
 def test_more_forms_of_work_about_what_exists_in_round_seventeen(prompt, key):
@@ -866,3 +866,41 @@ def test_a_request_in_these_forms_is_not_work_about_what_exists(prompt):
     from memory_core.delivery.about import about_work
 
     assert about_work(prompt) is None, about_work(prompt)
+
+
+# Round 19, written from sets 39-41 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    ("for the platform guild: does anyone know a reason to build cookie handling into the CDN? no implementation",
+     "asks"),
+    ("Would it have been simpler to put the jar on the transport? nobody is proposing to move it", "asks"),
+    ("a reader's Flask tutorial (not ours) asks how to write a cookie jar; reply in their thread", "asks"),
+    ("the vendor's Kotlin SDK mangles our cookies; draft a support ticket to their team", "object"),
+    ("upgrade guide for the billing owners: cookies= is deprecated, write the before/after, guide text only",
+     "disclaims"),
+    ("add a cookie jar with two domains to the example", "place"),
+    ("what would a jar look like in a CSV exporter? I'm asking, not requesting a change", "disclaims"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_nineteen(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "The Kestrel billing service keeps losing sessions, so let's add a cookie jar to httpx itself",
+    "For the Marlow dashboard we need cookies kept, so let's build a cookie jar into httpx",
+    "we'll add a cookie jar of our own to the client, socks5h:// resolution for remote DNS included",
+])
+def test_the_request_puts_the_work_into_the_project_by_its_name(prompt):
+    seen = _seen({"cookie", "jar", "client", "sessions", "keeps", "losing", "cookies", "kept", "need", "resolution",
+                  "included", "httpx"})
+    assert foreign_target(prompt, seen, frozenset({"httpx", "docs"})) is None, foreign_target(prompt, seen)
+
+
+def test_a_ticket_lead_files_the_request_and_a_proper_names_acronym_still_names_a_system():
+    from memory_core.delivery.about import about_work
+
+    assert about_work("Support ticket CK-12: cookies vanish on redirect. I want a cookie jar built in") is None
+    found = foreign_target("TLS roots: the Jenkins JVM needs our CA in its store", _seen({"tls", "roots", "ca", "store"}))
+    assert found is not None and found["phrase"] == "the Jenkins JVM", found
