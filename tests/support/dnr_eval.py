@@ -95,7 +95,10 @@ hypotheticals, several asks in one prompt, follow-ups pointing back at earlier t
 (prompts-heldout41.jsonl) a mixed month (maintainers' releases and reviews, integrators who
 embed the library in other products, newcomers who re-propose what exists in plain or
 roundabout words), asked for with `sets=(39,)`, `sets=(40,)` and `sets=(41,)`; 39, 40 and 41
-were frozen together, before the eighteenth tuning round's measurement. Labels
+were frozen together, before the eighteenth tuning round's measurement; 44
+(prompts-heldout44.jsonl) another mixed month (maintainers' releases and reviews, integrators
+embedding the library, newcomers re-proposing what exists), asked for with `sets=(44,)`,
+frozen before the nineteenth tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -153,6 +156,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # seventeenth round's measurement
 # prompts-heldout39.jsonl, -40 and -41 hold sets 39, 40 and 41, frozen before the
 # eighteenth round's measurement
+# prompts-heldout44.jsonl holds set 44, frozen before the nineteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -166,7 +170,7 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl",
                 "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl",
                 "prompts-heldout39.jsonl", "prompts-heldout40.jsonl",
-                "prompts-heldout41.jsonl")
+                "prompts-heldout41.jsonl", "prompts-heldout44.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
