@@ -99,8 +99,12 @@ were frozen together, before the eighteenth tuning round's measurement; 42
 (prompts-heldout42.jsonl) a glacier observatory's platform team that owns the repository and a
 few services around it, written as long, careful prompts (design docs, RFC excerpts,
 postmortem action items, roadmap notes, onboarding questions, re-proposals stated as plans
-giving the team's own service as the reason), asked for with `sets=(42,)` and frozen before
-the nineteenth tuning round's measurement. Labels
+giving the team's own service as the reason), 43 (prompts-heldout43.jsonl) every style in
+equal parts, written fast, around an amateur observatory's tools, and 44
+(prompts-heldout44.jsonl) another mixed month (maintainers' releases and reviews, integrators
+embedding the library, newcomers re-proposing what exists), asked for with `sets=(42,)`,
+`sets=(43,)` and `sets=(44,)`; 42, 43 and 44 were frozen together, before the nineteenth tuning
+round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -158,7 +162,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # seventeenth round's measurement
 # prompts-heldout39.jsonl, -40 and -41 hold sets 39, 40 and 41, frozen before the
 # eighteenth round's measurement
-# prompts-heldout42.jsonl holds set 42, frozen before the nineteenth round's measurement
+# prompts-heldout42.jsonl, -43 and -44 hold sets 42, 43 and 44, frozen before the
+# nineteenth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -172,7 +177,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout33.jsonl", "prompts-heldout34.jsonl", "prompts-heldout35.jsonl",
                 "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl",
                 "prompts-heldout39.jsonl", "prompts-heldout40.jsonl",
-                "prompts-heldout41.jsonl", "prompts-heldout42.jsonl")
+                "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
+                "prompts-heldout43.jsonl", "prompts-heldout44.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
