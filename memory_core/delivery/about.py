@@ -47,7 +47,7 @@ cleanup tweak nit fixup deprecation migration upgrade bump results numbers findi
 report text wording conftest fix bugfix answer reply email comment logging tracing metrics log
 instrumentation heading headings footnote caption docstring typo link fixture fixtures row notice
 explanation overview rubric syllabus worksheet handout quiz case hint annotation stub overload snippet
-question description
+question description doc
 """.split())
 # A lead phrase filing the request under a talk or a post ("for my talk on HTTP/2 support:
 # which Chrome version dropped server push?"): it asks about the feature, for an audience
@@ -79,8 +79,8 @@ _ASKS_ABOUT = re.compile(
     r"|\b(?:a|any)\s+(?:good\s+)?reason\s+to\s+(?:build|write|implement|add|make|roll)\b(?=[^?]{0,200}\?)"
     r"|\bwould\s+it\s+have\s+been\s+(?:[\w-]+\s+){0,2}to\s+(?:build|write|implement|add|make|put)\b"
     r"|\b(?:asks?|asked|asking|wonders?|wondered|wondering)\s+how\s+to\s+(?:build|write|implement|add|make|create)\b"
-    r"|\bif\s+(?:we|you|someone|somebody|they|i|anyone)\s+(?:ever\s+)?(?:were\s+to\s+)?(?:wrote|write|built|build|implemented|"
-    r"implement|added|add|made|make)\b(?=[^?]{0,200}\?)"
+    r"|\bif\s+(?:(?:you|someone|somebody|they|anyone)\s+(?:ever\s+)?(?:were\s+to\s+)?|(?:we|i)\s+(?:ever\s+|were\s+to\s+|"
+    r"ever\s+were\s+to\s+))(?:wrote|write|built|build|implemented|implement|added|add|made|make)\b(?=[^?]{0,200}\?)"
     r"|\b(?:would|is|was)\s+it\s+(?:be\s+)?(?:a\s+mistake|overkill|wise|worth\s+it|a\s+bad\s+idea)\s+to\b"
     # "whether we'd ever write a second adapter": a hypothetical weighed, not a request
     r"|\bwhether\s+(?:we|they|you|i|it)(?:'d|\s+would|\s+should|\s+could|\s+will)\s+(?:ever\s+)?"
@@ -142,6 +142,11 @@ _DISCLAIMS = re.compile(
     r"|\bbehaviou?r\s+(?:is\s+|stays\s+)?unchanged\b|\basking\s+before\b|\btrying\s+to\s+understand\b"
     r"|\bnot\s+a\s+(?:ticket|task|request|pr|feature\s+request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing|proposing|suggesting|planning)\b"
     r"|\bno\s+implementation\b|\(\s*not\s+ours\s*\)|\bnot\s+ours\s*[.;,)]"
+    r"|\bnot\s+our\s+(?:[\w-]+\s+){0,3}(?:code|library|package|client|implementation)\b"
+    r"|\bjust\s+(?:configuring|using|enabling|wiring\s+up|turning\s+on)\b"
+    r"|\bnot\s+in\s+(?:this|our)\s+(?:repo|repository|codebase|project)\b"
+    r"|\b(?:stays?|remains?)\s+(?:exactly\s+)?as\s+(?:it\s+is|is|they\s+are)\b"
+    r"|\bno\s+changes?\s+(?:in|to)\s+[\w.-]+\s*(?:[.;,!]|$)"
     r"|(?:^|[,;.]\s*)nothing\s+new\s*[.!]?\s*$|\bnot\s+(?:proposing|suggesting|requesting)\b"
     r"|\basking\s+how\s+(?:people|others|folks|teams|projects|everyone)\b"
     r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
@@ -335,8 +340,8 @@ def about_work(prompt: str) -> dict | None:
                     break  # "write the code this commit message describes": the code
                 if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
                     run.append(w)
-            while run and run[-1].lower() in {"only", "too", "there", "here"}:
-                run = run[:-1]  # "write the reply only"
+            while run and (run[-1].lower() in {"only", "too", "there", "here"} or _TICKET.fullmatch(run[-1])):
+                run = run[:-1]  # "write the reply only"; "Design doc FRN-DD-7": a design doc
             if run and (_head(run[-1]) in ABOUT | _WRITTEN_TO or run[-1].lower() in ABOUT
                         or any(w.lower() in SAMPLES for w in run[:-1])):
                 found = found or {"object": " ".join(run)}
@@ -384,6 +389,7 @@ def _about_place(low: list[str], start: int) -> str | None:
     return None
 
 
+_TICKET = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*-\d+[\w.-]*")  # a ticket's key: "FRN-DD-7", "ST-144"
 # What is written to someone about a component, as a build's object only ("draft a support
 # ticket to their team"); as a lead ("Support ticket RQ-233: …") it files the request
 _WRITTEN_TO = frozenset({"ticket", "issue"})

@@ -48,7 +48,7 @@ pipeline job playbook bot cluster repo repository network database backend front
 dashboard plugin extension lambda cronjob cron daemon deployment infrastructure infra
 stack chart notebook spreadsheet game device firmware portal intranet monorepo vm server
 project client library sdk handler page config configuration mod addon add-on box
-machine vpc agent runner warehouse port crate scraper crawler spider
+machine vpc agent runner warehouse port crate scraper crawler spider package
 """.split())
 # A context that is an exercise, not the product: the work is practice, whatever it builds
 # ("chapter 4 of the networking course", "homework: implement encoding detection in Rust").
@@ -61,7 +61,7 @@ course assignment homework exercise lecture kata interview workshop bootcamp
 # writes ("the Go pipeline"); any other head ("the playbook", "the microservice") by itself
 SHARED_HEADS = frozenset("""
 pipeline stack project server page config configuration handler client library job network
-backend frontend database service box machine extension plugin chart deployment port
+backend frontend database service box machine extension plugin chart deployment port package
 """.split())
 # A file name written as the target ("to our deploy.sh") is a program of its own
 _FILE = re.compile(r"[\w./-]*[\w-]\.(?:sh|bash|zsh|py|js|mjs|ts|tsx|rb|go|rs|php|java|kt|c|cc|cpp|h|cs|swift|pl|lua|"
@@ -173,6 +173,8 @@ def _parts(words) -> list[str]:
                    if not p.isdigit() and p not in GENERIC and p not in STOPWORDS})
 
 
+# The repository the prompt is written in, said bare ("in the repo", "this project")
+_THIS_REPO = frozenset({"repo", "repository", "project", "codebase", "monorepo"})
 # What a plan or a note is written in names no system ("buried in the Q2 plan", "per the RFC")
 DOCUMENTS = frozenset("""
 plan roadmap note rfc proposal ticket minutes retro agenda memo writeup write-up adr backlog
@@ -188,6 +190,8 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False, tree:
     daemon listing queues" may be the project's own daemon; "a Go daemon" is not)."""
     if words and singular(words[-1].removesuffix("'s")) in DOCUMENTS:
         return  # "in the Q2 plan", "the KDL-2410 ticket": where the request is written down
+    if len(words) == 1 and not theirs and singular(words[0]) in _THIS_REPO:
+        return  # "in the repo": the project's own
     if theirs and built:  # "write their helper module": what is built is someone else's
         yield singular(words[-1].removesuffix("'s")) if words else "their", None, _parts(words)
         return
@@ -195,6 +199,8 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False, tree:
         bare = word.removesuffix("'s")
         if singular(bare) == "port" and at + 1 < len(words) and words[at + 1].isdigit():
             continue  # "on port 8443": a number, not a port of the code
+        if singular(bare) in SYSTEMS and any(_in_tree(w, tree) for w in words[:at]):
+            continue  # "a new httpx/_transports_ng/ package": a package of the project's own tree
         if singular(bare) in SYSTEMS and not (built and at + 1 < len(words) and not word.endswith("'s")
                                               and not words[at + 1].endswith("ing")):
             # a built object names a system by its head: "a pluggable backend interface" is an

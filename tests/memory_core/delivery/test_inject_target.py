@@ -904,3 +904,42 @@ def test_a_ticket_lead_files_the_request_and_a_proper_names_acronym_still_names_
     assert about_work("Support ticket CK-12: cookies vanish on redirect. I want a cookie jar built in") is None
     found = foreign_target("TLS roots: the Jenkins JVM needs our CA in its store", _seen({"tls", "roots", "ca", "store"}))
     assert found is not None and found["phrase"] == "the Jenkins JVM", found
+
+
+# Round 20, written from sets 42-44 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    ("Ops ticket OPS-77: export NO_PROXY in the unit file; it's infra, not our proxy code", "disclaims"),
+    ("two asks: add GZipMiddleware to the stack in shop/app.py, and a minimum size. just configuring what ships",
+     "disclaims"),
+    ("log every ReadTimeout in their job; our timeout configuration stays exactly as it is", "disclaims"),
+    ("wrap the call in their worker and log the host; no change to httpx.", "disclaims"),
+    ("Design doc PLT-DD-3, section 'Risks': the jar is per client. Draft the paragraph", "object"),
+    ("explain why the jar is per client; their crawler is not in this repo", "disclaims"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_twenty(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+def test_a_first_person_conditional_is_a_plan_and_a_hypothetical_one_is_asked():
+    from memory_core.delivery.about import about_work
+
+    assert about_work("if I write a cookie jar for the client, is httpx/_jar.py a good home for it?") is None
+    assert "asks" in (about_work("if we ever write a cookie jar, would domains be matched per client?") or {})
+
+
+@pytest.mark.parametrize("prompt", [
+    "write a cookie jar command in the repo so techs can inspect cookies",
+    "implement a cookie jar in a new httpx/_jar_ng/ package",
+])
+def test_the_repo_and_a_package_in_the_projects_tree_are_the_projects(prompt):
+    seen = _seen({"cookie", "jar", "command", "techs", "inspect", "cookies", "package"})
+    assert foreign_target(prompt, seen, frozenset({"httpx", "docs"})) is None, foreign_target(prompt, seen)
+
+
+def test_their_package_is_another_system():
+    found = foreign_target("the data team's R package needs a cookie jar; write it for their package",
+                           _seen({"cookie", "jar", "package", "data", "team", "r"}))
+    assert found is not None and found["head"] == "package", found
