@@ -104,7 +104,9 @@ equal parts, written fast, around an amateur observatory's tools, and 44
 (prompts-heldout44.jsonl) another mixed month (maintainers' releases and reviews, integrators
 embedding the library, newcomers re-proposing what exists), asked for with `sets=(42,)`,
 `sets=(43,)` and `sets=(44,)`; 42, 43 and 44 were frozen together, before the nineteenth tuning
-round's measurement. Labels
+round's measurement; 46 (prompts-heldout46.jsonl) every style in equal parts, written fast,
+around a violin-making workshop's tools, asked for with `sets=(46,)`, frozen before the
+twentieth tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -164,6 +166,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # eighteenth round's measurement
 # prompts-heldout42.jsonl, -43 and -44 hold sets 42, 43 and 44, frozen before the
 # nineteenth round's measurement
+# prompts-heldout46.jsonl holds set 46, frozen before the twentieth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -178,7 +181,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl",
                 "prompts-heldout39.jsonl", "prompts-heldout40.jsonl",
                 "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
-                "prompts-heldout43.jsonl", "prompts-heldout44.jsonl")
+                "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
+                "prompts-heldout46.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
