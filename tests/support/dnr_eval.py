@@ -104,7 +104,11 @@ equal parts, written fast, around an amateur observatory's tools, and 44
 (prompts-heldout44.jsonl) another mixed month (maintainers' releases and reviews, integrators
 embedding the library, newcomers re-proposing what exists), asked for with `sets=(42,)`,
 `sets=(43,)` and `sets=(44,)`; 42, 43 and 44 were frozen together, before the nineteenth tuning
-round's measurement. Labels
+round's measurement; and 47 (prompts-heldout47.jsonl) a mixed month again (maintainers'
+releases and reviews, integrators embedding the library, educators and students, newcomers
+re-proposing what exists, some naming a file in the project or their own service as the
+reason), asked for with `sets=(47,)`, frozen before the twentieth tuning round's measurement.
+Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -164,6 +168,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # eighteenth round's measurement
 # prompts-heldout42.jsonl, -43 and -44 hold sets 42, 43 and 44, frozen before the
 # nineteenth round's measurement
+# prompts-heldout47.jsonl holds set 47, frozen before the twentieth round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -178,7 +183,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout36.jsonl", "prompts-heldout37.jsonl", "prompts-heldout38.jsonl",
                 "prompts-heldout39.jsonl", "prompts-heldout40.jsonl",
                 "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
-                "prompts-heldout43.jsonl", "prompts-heldout44.jsonl")
+                "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
+                "prompts-heldout47.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
