@@ -58,7 +58,7 @@ SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documenta
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
 test explain pin unpin bump increase decrease lower reply answer triage confirm log
-tweak adjust reword rephrase clarify instrument rename point tell
+tweak adjust reword rephrase clarify instrument rename point tell translate
 """.split())
 # A build verb in the past or in a question about using what exists asks about it, not for
 # it again: "why did we build the transport API around handle_request?", "should we have
@@ -81,7 +81,8 @@ _ASKS_ABOUT = re.compile(
     r"|\b(?:asks?|asked|asking|wonders?|wondered|wondering)\s+how\s+to\s+(?:build|write|implement|add|make|create)\b"
     r"|\bif\s+(?:(?:you|someone|somebody|they|anyone)\s+(?:ever\s+)?(?:were\s+to\s+)?|(?:we|i)\s+(?:ever\s+|were\s+to\s+|"
     r"ever\s+were\s+to\s+))(?:wrote|write|built|build|implemented|implement|added|add|made|make)\b(?=[^?]{0,200}\?)"
-    r"|\b(?:would|is|was)\s+it\s+(?:be\s+)?(?:a\s+mistake|overkill|wise|worth\s+it|a\s+bad\s+idea)\s+to\b"
+    r"|\b(?:would|is|was)\s+it\s+(?:ever\s+)?(?:be\s+)?(?:a\s+mistake|overkill|wise|wiser|better|smarter|simpler|cleaner|"
+    r"worth\s+it|a\s+bad\s+idea)\s+to\b"
     # "whether we'd ever write a second adapter": a hypothetical weighed, not a request
     r"|\bwhether\s+(?:we|they|you|i|it)(?:'d|\s+would|\s+should|\s+could|\s+will)\s+(?:ever\s+)?"
     r"(?:build|write|add|implement|create|make|ship)\b"
@@ -144,7 +145,7 @@ _DISCLAIMS = re.compile(
     r"|\bno\s+implementation\b|\(\s*not\s+ours\s*\)|\bnot\s+ours\s*[.;,)]"
     r"|\bnot\s+our\s+(?:[\w-]+\s+){0,3}(?:code|library|package|client|implementation)\b"
     r"|\bjust\s+(?:configuring|using|enabling|wiring\s+up|turning\s+on)\b"
-    r"|\bnot\s+in\s+(?:this|our)\s+(?:repo|repository|codebase|project)\b"
+    r"|\bnot\s+in\s+(?:this|our)\s+(?:repo|repository|codebase|project)\b|\b(?:which|that)\s+already\s+uses\b"
     r"|\b(?:stays?|remains?)\s+(?:exactly\s+)?as\s+(?:it\s+is|is|they\s+are)\b"
     r"|\bno\s+changes?\s+(?:in|to)\s+[\w.-]+\s*(?:[.;,!]|$)"
     r"|(?:^|[,;.]\s*)nothing\s+new\s*[.!]?\s*$|\bnot\s+(?:proposing|suggesting|requesting)\b"
@@ -188,7 +189,7 @@ _PRO_FORMS = frozenset({"one", "ones", "it", "them", "this", "that", "these", "t
 # A part of a text ("add the line", "write the table of old name -> new name"): after a sign
 # that names a page, a guide or a docs file, the object is a piece of that text
 _TEXT_PARTS = frozenset({"line", "table", "entry", "bullet", "list", "item", "column", "word", "mention",
-                         "paragraph", "sentence", "row", "caveat", "admonition"})
+                         "paragraph", "sentence", "row", "caveat", "admonition", "before/after", "step"})
 # "make it point at the docs page", "make them warn once": a causative on what was named
 # changes it; "make one from scratch" builds
 _REBUILDS = frozenset({"from", "again", "ourselves", "anew", "new"})
@@ -354,6 +355,8 @@ def about_work(prompt: str) -> dict | None:
                 break  # "… warning text: make it point at the docs page": what the sign named, changed
             if found and run and _head(run[-1]) in _TEXT_PARTS:
                 break  # "docs/user/advanced.rst: … add the line": a piece of the page
+            if found and not run and at + 1 < len(low) and low[at + 1] in _OBJECT_ENDS:
+                break  # "config tweak: add QLB_ALLOWED_HOSTS to .env.example": the object is code
             place = _about_place(low, at + 1)
             if place:  # "add timeout=(3.05, 27) to the example": what is built goes into a docs artifact
                 found = found or {"place": place}

@@ -174,7 +174,7 @@ def _parts(words) -> list[str]:
 
 
 # The repository the prompt is written in, said bare ("in the repo", "this project")
-_THIS_REPO = frozenset({"repo", "repository", "project", "codebase", "monorepo"})
+_THIS_REPO = frozenset({"repo", "repository", "project", "codebase", "monorepo", "package", "library"})
 # What a plan or a note is written in names no system ("buried in the Q2 plan", "per the RFC")
 DOCUMENTS = frozenset("""
 plan roadmap note rfc proposal ticket minutes retro agenda memo writeup write-up adr backlog
@@ -199,6 +199,8 @@ def _readings(words: list[str], theirs: bool = False, built: bool = False, tree:
         bare = word.removesuffix("'s")
         if singular(bare) == "port" and at + 1 < len(words) and words[at + 1].isdigit():
             continue  # "on port 8443": a number, not a port of the code
+        if singular(bare) == "box" and not [w for w in words[:at] if w not in DETERMINERS]:
+            continue  # "shipped in the box", "out of the box": an idiom, no machine
         if singular(bare) in SYSTEMS and any(_in_tree(w, tree) for w in words[:at]):
             continue  # "a new httpx/_transports_ng/ package": a package of the project's own tree
         if singular(bare) in SYSTEMS and not (built and at + 1 < len(words) and not word.endswith("'s")
@@ -314,7 +316,8 @@ _TAKES_ON = re.compile(r"\b(?:so\s+|then\s+|and\s+)?(?:i|we)(?:'ll|\s+will|\s+am
 # requests/adapters.py"); the context before it is not the target. Where it points to another
 # system ("to our iOS app") the request's own phrases still say so.
 _NEXT_ASK = re.compile(r";\s*|,\s*(?=(?:so|then)\s)", re.I)
-_OURS = re.compile(r"\b(?:to|in|into|inside|within)\s+our\s", re.I)
+_OURS = re.compile(r"\b(?:to|in|into|inside|within)\s+(?:our\s|(?:the|this)\s+(?:repo|repository|package|library|project|codebase)\b)",
+                   re.I)
 
 
 def _names_tree(clause: str, tree: frozenset) -> bool:

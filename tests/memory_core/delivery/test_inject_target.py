@@ -943,3 +943,34 @@ def test_their_package_is_another_system():
     found = foreign_target("the data team's R package needs a cookie jar; write it for their package",
                            _seen({"cookie", "jar", "package", "data", "team", "r"}))
     assert found is not None and found["head"] == "package", found
+
+
+# Round 21, written from sets 45-47 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    ("Upgrade guide for the billing team: cookies= moves to a jar; write the before/after and the rollback step",
+     "filed"),
+    ("would it ever be better to build the cookie jar in the gateway than in the client? for the meeting", "asks"),
+    ("config tweak: add COOKIE_DOMAIN to .env.example, read in settings.py, which already uses Config", "disclaims"),
+    ("translate the cookie jar page into Spanish for the integrators", "verb"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_twenty_one(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+def test_code_as_the_object_under_a_sign_keeps_the_sign_and_a_new_thing_overrides_it():
+    from memory_core.delivery.about import about_work
+
+    assert about_work("config tweak: add JAR_TTL to the settings") is not None
+    assert about_work("config tweak: add a cookie jar of our own to the client") is None
+
+
+@pytest.mark.parametrize("prompt", [
+    "design a cookie jar with domain matching, shipped in the box",
+    "the Kestrel front end sits on another domain, so let's add our own cookie jar to the package",
+])
+def test_in_the_box_and_the_package_said_bare_are_not_another_system(prompt):
+    seen = _seen({"cookie", "jar", "domain", "matching", "shipped", "front", "end", "sits", "another"})
+    assert foreign_target(prompt, seen, frozenset({"httpx", "docs"})) is None, foreign_target(prompt, seen)
