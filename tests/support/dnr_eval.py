@@ -112,7 +112,11 @@ fast, around a violin-making workshop's tools, and 47 (prompts-heldout47.jsonl) 
 again (maintainers' releases and reviews, integrators embedding the library, educators and
 students, newcomers re-proposing what exists), asked for with `sets=(45,)`, `sets=(46,)` and
 `sets=(47,)`; 45, 46 and 47 were frozen together, before the twentieth tuning round's
-measurement. Labels
+measurement; 48 (prompts-heldout48.jsonl) a freight-rail operator's platform team that owns
+the repository and services around it, written fast as long, careful prompts (design docs,
+RFC excerpts, postmortem action items, quarterly plans, onboarding questions, re-proposals
+stated as plans or action items), asked for with `sets=(48,)`, frozen before the
+twenty-first tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -174,6 +178,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # nineteenth round's measurement
 # prompts-heldout45.jsonl, -46 and -47 hold sets 45, 46 and 47, frozen before the
 # twentieth round's measurement
+# prompts-heldout48.jsonl holds set 48, frozen before the twenty-first round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -189,7 +194,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout39.jsonl", "prompts-heldout40.jsonl",
                 "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
                 "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
-                "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl")
+                "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl",
+                "prompts-heldout48.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
