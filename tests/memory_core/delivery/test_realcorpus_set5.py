@@ -1,15 +1,15 @@
 """Sets 5 to 47 and 49 of the real-corpus prompts (tests/fixtures/realcorpus/
 prompts-heldout5.jsonl … prompts-heldout47.jsonl, prompts-heldout49.jsonl): their shape only.
-Each was written from the inventories and frozen before a tuning round of the meaning gate
-(set 5 before the first, set 6 before the second, … set 11 before the seventh, sets 12 and 13 before the eighth round's measurement, sets 14 and
-15 before the ninth's, sets 16 and 17 before the tenth's, sets 18, 19 and 20 before the
-eleventh's, sets 21, 22 and 23 before the twelfth's, sets 24, 25 and 26 before the
-thirteenth's, sets 27, 28 and 29 before the fourteenth's, sets 30, 31 and 32 before the
-fifteenth's, sets 33, 34 and 35 before the sixteenth's, sets 36, 37 and 38 before the
+Each was written from the inventories and frozen before a tuning round of the meaning gate (set 5
+before the first, set 6 before the second, … set 11 before the seventh, sets 12 and 13 before the
+eighth round's measurement, sets 14 and 15 before the ninth's, sets 16 and 17 before the tenth's,
+sets 18, 19 and 20 before the eleventh's, sets 21, 22 and 23 before the twelfth's, sets 24, 25 and
+26 before the thirteenth's, sets 27, 28 and 29 before the fourteenth's, sets 30, 31 and 32 before
+the fifteenth's, sets 33, 34 and 35 before the sixteenth's, sets 36, 37 and 38 before the
 seventeenth's, sets 39, 40 and 41 before the eighteenth's, sets 42, 43 and 44 before the
-nineteenth's, sets 45, 46 and 47 before the twentieth's, set 49 before the twenty-first's),
-so nothing here runs the cascade on them; the measurements that do are in
-benchmarks/bench_meaning.py and docs/internals/evaluation.md."""
+nineteenth's, sets 45, 46 and 47 before the twentieth's, set 49 before the twenty-first's), so
+nothing here runs the cascade on them; the measurements that do are in benchmarks/bench_meaning.py
+and docs/internals/evaluation.md."""
 
 from __future__ import annotations
 
