@@ -112,7 +112,10 @@ fast, around a violin-making workshop's tools, and 47 (prompts-heldout47.jsonl) 
 again (maintainers' releases and reviews, integrators embedding the library, educators and
 students, newcomers re-proposing what exists), asked for with `sets=(45,)`, `sets=(46,)` and
 `sets=(47,)`; 45, 46 and 47 were frozen together, before the twentieth tuning round's
-measurement. Labels
+measurement; 50 (prompts-heldout50.jsonl) another mixed month (maintainers' releases and
+reviews, integrators embedding the library, educators and students, security reviewers,
+newcomers re-proposing what exists), asked for with `sets=(50,)`, frozen before the
+twenty-first tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -174,6 +177,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # nineteenth round's measurement
 # prompts-heldout45.jsonl, -46 and -47 hold sets 45, 46 and 47, frozen before the
 # twentieth round's measurement
+# prompts-heldout50.jsonl holds set 50, frozen before the twenty-first round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -189,7 +193,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout39.jsonl", "prompts-heldout40.jsonl",
                 "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
                 "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
-                "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl")
+                "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl",
+                "prompts-heldout50.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
