@@ -115,8 +115,12 @@ students, newcomers re-proposing what exists), asked for with `sets=(45,)`, `set
 measurement; 48 (prompts-heldout48.jsonl) a freight-rail operator's platform team that owns
 the repository and services around it, written fast as long, careful prompts (design docs,
 RFC excerpts, postmortem action items, quarterly plans, onboarding questions, re-proposals
-stated as plans or action items), asked for with `sets=(48,)`, frozen before the
-twenty-first tuning round's measurement. Labels
+stated as plans or action items), 49 (prompts-heldout49.jsonl) every style in equal parts,
+written fast, around a beekeeping cooperative's tools, and 50 (prompts-heldout50.jsonl)
+another mixed month (maintainers' releases and reviews, integrators embedding the library,
+educators and students, security reviewers, newcomers re-proposing what exists), asked for
+with `sets=(48,)`, `sets=(49,)` and `sets=(50,)`; 48, 49 and 50 were frozen together, before
+the twenty-first tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -178,7 +182,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # nineteenth round's measurement
 # prompts-heldout45.jsonl, -46 and -47 hold sets 45, 46 and 47, frozen before the
 # twentieth round's measurement
-# prompts-heldout48.jsonl holds set 48, frozen before the twenty-first round's measurement
+# prompts-heldout48.jsonl, -49 and -50 hold sets 48, 49 and 50, frozen before the
+# twenty-first round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -195,7 +200,7 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
                 "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
                 "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl",
-                "prompts-heldout48.jsonl")
+                "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
