@@ -132,7 +132,7 @@ _DISCLAIMS = re.compile(
     r"|\bnothing\s+changes\s+(?:on|in|for)\s+our\b"
     r"|\bno\s+behaviou?r(?:al)?\s+changes?\b|\bbehaviou?r\b[^.;]{0,40}\bstays?\s+(?:exactly\s+)?(?:as|the\s+same)\b"
     r"|\b(?:docs?|documentation|tests?|instrumentation|logging|metrics|tracing|examples?|comments?|wording|typing"
-    r"|text|guide|prose|page)"
+    r"|text|guide|prose|page|lines?)"
     r"\s+only\b|\bno\s+feature\s+work\b"
     r"|\bno\s+new\s+(?:[\w-]+\s+){0,2}(?:class(?:es)?|code|features?|modules?|components?)\b"
     r"|\b(?:otherwise|else)\s+unchanged\b|\bkeep\s+(?:today's|the\s+current|current|existing|its|the)\s+behaviou?r\b"
@@ -148,6 +148,9 @@ _DISCLAIMS = re.compile(
     r"|\bnot\s+in\s+(?:this|our)\s+(?:repo|repository|codebase|project)\b|\b(?:which|that)\s+already\s+uses\b"
     r"|\b(?:stays?|remains?)\s+(?:exactly\s+)?as\s+(?:it\s+is|is|they\s+are)\b"
     r"|\bno\s+changes?\s+(?:in|to)\s+[\w.-]+\s*(?:[.;,!]|$)"
+    r"|(?:^|[.!?]\s)\s*no\s+changes?\s+(?:in|to)\s+(?:the\s+)?(?:[\w.-]+\s+){0,3}[\w.-]+\s*[.!]?\s*$"
+    r"|\bnothing\s+(?:in\s+[\w.-]+\s+)?(?:is|gets|will\s+be)\s+(?:written|built|implemented|changed|touched)\b"
+    r"|\b(?:is|are)\s+not\s+(?:touched|changed)\b"
     r"|(?:^|[,;.]\s*)nothing\s+new\s*[.!]?\s*$|\bnot\s+(?:proposing|suggesting|requesting)\b"
     r"|\basking\s+how\s+(?:people|others|folks|teams|projects|everyone)\b"
     r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
@@ -171,8 +174,9 @@ _TWEAK = re.compile(r"\b\d+(?:\.\d+)?\s*[a-z]{0,3}\s*(?:->|→|=>)\s*\d+(?:\.\d+
 # Code is not a request: a fenced block, an identifier with an underscore, a keyword argument
 # ("port=443", "raise_server_exceptions=True"), a call ("add(…)") hold no build verb
 _CODE = re.compile(r"```.*?(?:```|$)|\b\w*_\w*|\b[A-Za-z]\w*(?=\s?=[^=]|\()"
-                   # a quotation of three words or more is someone's words, not the request
-                   r"""|(?<!\w)'(?=\S)[^\n]*?\s[^\n]*?\s[^\n]*?(?<=\S)'(?!\w)|"[^"\n]*?\s[^"\n]*?\s[^"\n]*?"|“[^”\n]*”""", re.S)
+                   # a quotation of three words or more is someone's words, not the request; a quoted
+                   # value after "=" (media_type='application/pdf') is code, and no quotation opens there
+                   r"""|(?<![\w=])'(?=\S)[^\n]*?\s[^\n]*?\s[^\n]*?(?<=\S)'(?!\w)|(?<!=)"[^"\n]*?\s[^"\n]*?\s[^"\n]*?"|“[^”\n]*”""", re.S)
 # Build verbs that are nouns as often ("the SOCKS port", "a debug log", "the nightly build"):
 # a verb only first in a clause or after a word a verb follows
 _NOUN_VERBS = frozenset({"port", "log", "build", "design", "draft"})

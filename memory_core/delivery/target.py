@@ -285,8 +285,8 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
     text = prompt[:2000]
     for start, sentence in _requests(text, tree):
         words = [w.lower() for w in WORDS.findall(sentence)]
-        while words and words[0] in _LEADS:
-            words = words[1:]
+        while words and (words[0] in _LEADS or words[0].isdigit() or len(words[0]) == 1):
+            words = words[1:]  # "(2) add a json= keyword …": an item's number
         if not words or words[0] not in BUILD_VERBS:
             continue
         ask = [w.lower() for w in WORDS.findall(CLAUSES.split(sentence)[0])]
@@ -316,6 +316,8 @@ _TAKES_ON = re.compile(r"\b(?:so\s+|then\s+|and\s+)?(?:i|we)(?:'ll|\s+will|\s+am
 # requests/adapters.py"); the context before it is not the target. Where it points to another
 # system ("to our iOS app") the request's own phrases still say so.
 _NEXT_ASK = re.compile(r";\s*|,\s*(?=(?:so|then)\s)", re.I)
+# "…, so let's build proxy support: …": the speaker's own request after the reason for it
+_SO_LETS = re.compile(r"so\s+(?:let's|lets|let\s+us|we\s+should|we\s+need\s+to)\s", re.I)
 _OURS = re.compile(r"\b(?:to|in|into|inside|within)\s+(?:our\s|(?:the|this)\s+(?:repo|repository|package|library|project|codebase)\b)",
                    re.I)
 
@@ -350,7 +352,8 @@ def _requests(text: str, tree: frozenset = frozenset()):
                 yield at + m.end(), sentence[m.end():]
         for m in _NEXT_ASK.finditer(sentence):  # "…, so add socks5 to our HTTP layer"
             clause = sentence[m.end():]
-            if _OURS.search(clause) or _names_tree(clause, tree) or any(_in_tree(path, tree) for path in paths(clause)):
+            if _OURS.search(clause) or _names_tree(clause, tree) or any(_in_tree(path, tree) for path in paths(clause)) \
+                    or _SO_LETS.match(clause):
                 yield at + m.end(), clause
         at += len(sentence)
 

@@ -974,3 +974,35 @@ def test_code_as_the_object_under_a_sign_keeps_the_sign_and_a_new_thing_override
 def test_in_the_box_and_the_package_said_bare_are_not_another_system(prompt):
     seen = _seen({"cookie", "jar", "domain", "matching", "shipped", "front", "end", "sits", "another"})
     assert foreign_target(prompt, seen, frozenset({"httpx", "docs"})) is None, foreign_target(prompt, seen)
+
+
+# Round 22, written from sets 48-50 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    ("RFC thread: someone wants signed URLs instead of our cookie jar; write the comparison. Nothing in httpx is "
+     "built or changed", "disclaims"),
+    ("add a Set-Cookie check in a small middleware around our mount. The jar code in httpx is not touched",
+     "disclaims"),
+    ("auditors want to see which cookie was dropped; add log lines only", "disclaims"),
+    ("I found Cookies already takes domain='example.org'. Please add a short docs example showing that, with "
+     "path='/shop'. No change to the cookie classes.", "disclaims"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_twenty_two(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+def test_a_quoted_value_after_an_equals_sign_opens_no_quotation():
+    from memory_core.delivery.about import _prose
+
+    text = "it takes disposition='inline'. Please add a docs example with media_type='application/pdf', thanks"
+    assert "Please add a docs example" in _prose(text)
+
+
+def test_so_lets_after_a_reason_is_the_request():
+    seen = _seen({"cookie", "jar", "domain", "matching", "sidecar", "sets", "cookies"})
+    prompt = "Marlow's sidecar sets cookies per host, so let's build a cookie jar with domain matching"
+    assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
+    found = foreign_target("Marlow's sidecar drops cookies; write the reply for their team", seen)
+    assert found is not None, found
