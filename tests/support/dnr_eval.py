@@ -184,6 +184,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # twentieth round's measurement
 # prompts-heldout48.jsonl, -49 and -50 hold sets 48, 49 and 50, frozen before the
 # twenty-first round's measurement
+# prompts-heldout52.jsonl holds set 52, frozen before the twenty-second round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -200,7 +201,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
                 "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
                 "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl",
-                "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl")
+                "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl",
+                "prompts-heldout52.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
