@@ -120,7 +120,11 @@ written fast, around a beekeeping cooperative's tools, and 50 (prompts-heldout50
 another mixed month (maintainers' releases and reviews, integrators embedding the library,
 educators and students, security reviewers, newcomers re-proposing what exists), asked for
 with `sets=(48,)`, `sets=(49,)` and `sets=(50,)`; 48, 49 and 50 were frozen together, before
-the twenty-first tuning round's measurement. Labels
+the twenty-first tuning round's measurement; 53 (prompts-heldout53.jsonl) a mixed month
+(maintainers' releases and reviews, integrators embedding the library, educators and students,
+security and compliance reviewers, newcomers re-proposing what exists), written fast, half short
+and half long, asked for with `sets=(53,)` and frozen before the twenty-second tuning round's
+measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -184,6 +188,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # twentieth round's measurement
 # prompts-heldout48.jsonl, -49 and -50 hold sets 48, 49 and 50, frozen before the
 # twenty-first round's measurement
+# prompts-heldout53.jsonl holds set 53, frozen before the twenty-second round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -200,7 +205,8 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout41.jsonl", "prompts-heldout42.jsonl",
                 "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
                 "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl",
-                "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl")
+                "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl",
+                "prompts-heldout53.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
