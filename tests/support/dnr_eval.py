@@ -120,7 +120,13 @@ written fast, around a beekeeping cooperative's tools, and 50 (prompts-heldout50
 another mixed month (maintainers' releases and reviews, integrators embedding the library,
 educators and students, security reviewers, newcomers re-proposing what exists), asked for
 with `sets=(48,)`, `sets=(49,)` and `sets=(50,)`; 48, 49 and 50 were frozen together, before
-the twenty-first tuning round's measurement. Labels
+the twenty-first tuning round's measurement; 51 (prompts-heldout51.jsonl) long prompts from a
+team owning the repository (design docs, RFC excerpts, postmortem action items, quarterly
+plans), 52 (prompts-heldout52.jsonl) every style in equal parts, and 53
+(prompts-heldout53.jsonl) a mixed month (maintainers, integrators, educators and students,
+security and compliance reviewers, newcomers re-proposing what exists), asked for with
+`sets=(51,)`, `sets=(52,)` and `sets=(53,)`; 51, 52 and 53 were frozen together, before the
+twenty-second tuning round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -184,8 +190,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # twentieth round's measurement
 # prompts-heldout48.jsonl, -49 and -50 hold sets 48, 49 and 50, frozen before the
 # twenty-first round's measurement
-# prompts-heldout51.jsonl holds set 51 (long prompts from a team owning the repository: design
-# docs, RFC excerpts, postmortem action items, quarterly plans), frozen before the
+# prompts-heldout51.jsonl, -52 and -53 hold sets 51, 52 and 53, frozen before the
 # twenty-second round's measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
@@ -204,7 +209,7 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
                 "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl",
                 "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl",
-                "prompts-heldout51.jsonl")
+                "prompts-heldout51.jsonl", "prompts-heldout52.jsonl", "prompts-heldout53.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
