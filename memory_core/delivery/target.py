@@ -309,12 +309,12 @@ _TAKES_ON = re.compile(r"\b(?:so\s+|then\s+|and\s+)?(?:i|we)(?:'ll|\s+will|\s+am
                        r"|'m\s+planning\s+to|'re\s+planning\s+to|\s+plan\s+to|'d\s+like\s+to|\s+would\s+like\s+to)\s+", re.I)
 
 
-# A clause after the context that may be the request: after a semicolon, or after ", so" or
-# ", then" ("the bastion only speaks SOCKS, so add socks5 …"; "… made me notice: requests needs
-# a way to plug transports; let's write that adapter class in requests/adapters.py")
-# a clause that places the work in the project ("… to our HTTP layer", "… in
-# requests/adapters.py"); the context before it is not the target. Where it points to another
-# system ("to our iOS app") the request's own phrases still say so.
+# A clause after the context that may be the request: after a semicolon, ", so" or ", then",
+# when it places the work in the project ("the bastion only speaks SOCKS, so add socks5 to our
+# HTTP layer"; "… made me notice: requests needs a way to plug transports; let's write that
+# adapter class in requests/adapters.py") or is the speaker's own "so let's …". The context
+# before it is not the target; where the clause points to another system ("to our iOS app")
+# its own phrases still say so.
 _NEXT_ASK = re.compile(r";\s*|,\s*(?=(?:so|then)\s)", re.I)
 # "…, so let's build proxy support: …": the speaker's own request after the reason for it
 _SO_LETS = re.compile(r"so\s+(?:let's|lets|let\s+us|we\s+should|we\s+need\s+to)\s", re.I)
@@ -336,8 +336,9 @@ def _in_tree(path: str, tree: frozenset) -> bool:
 
 
 def _requests(text: str, tree: frozenset = frozenset()):
-    """Where a request may start after the context: each sentence after the first, and each
-    clause in which the speaker takes the work on ("Mine: … so I'll write …"), with its offset."""
+    """Where a request may start after the context: each sentence after the first, each clause
+    in which the speaker takes the work on ("Mine: … so I'll write …"), and each later clause
+    that places the work in the project (`_NEXT_ASK`), with its offset."""
     at = 0
     for n, sentence in enumerate(SENTENCES.split(text)):
         at = text.find(sentence, at)
