@@ -113,7 +113,6 @@ _DISCLAIMS = re.compile(
     r"|\b(?:itself|in\s+(?:the\s+)?[\w.-]+)\s+(?:is|are)\s+(?:fine|correct)\s*(?:[.;!]|$)"
     r"|\bour\s+(?:[\w-]+\s+){1,4}(?:is|are)\s+(?:fine|correct)\s*(?:[.;!]|$)"
     r"|(?:^|[,;.]\s*)nothing\s+(?:else\s+)?in\s+(?:the\s+)?[\w.-]+\s*[.!]?\s*$"
-    r"|\b(?:otherwise|else)\s+(?:stays?|remains?)\s+as\s+(?:it\s+is|they\s+are)\b"
     r"|\b(?:it's|it\s+is|this\s+is|that's)\s+for\s+(?:the\s+|a\s+|our\s+)?(?:faq|docs?|documentation|talk|blog|post|slides|newsletter)\b"
     r"|\bnothing\s+changes\s+(?:on|in|for)\s+(?:the\s+)?[\w.-]+"
     r"|\bopinions?\s+(?:wanted|welcome|please)\b"
@@ -138,7 +137,6 @@ _DISCLAIMS = re.compile(
     r"|\b(?:otherwise|else)\s+unchanged\b|\bkeep\s+(?:today's|the\s+current|current|existing|its|the)\s+behaviou?r\b"
     r"|\bitself\s+(?:stays?|remains?)\s+(?:as\s+it\s+is|as\s+is|the\s+same)\b"
     r"|\b(?:that|this)\s+(?:page|file|doc|section)\s+only\b|\b(?:docs?|tests?)/[\w./-]+\s+only\b"
-    r"|\bnothing\s+(?:gets|is|will\s+be)\s+(?:written|built|implemented|changed)\b"
     r"|\bnone\s+of\s+(?:it|this|that)\s+(?:touches|changes)\b"
     r"|\bbehaviou?r\s+(?:is\s+|stays\s+)?unchanged\b|\basking\s+before\b|\btrying\s+to\s+understand\b"
     r"|\bnot\s+a\s+(?:ticket|task|request|pr|feature\s+request)\b|\b(?:nobody|no\s+one)\s+is\s+(?:writing|building|implementing|proposing|suggesting|planning)\b"
@@ -331,9 +329,9 @@ def about_work(prompt: str) -> dict | None:
             if not needs and (word not in BUILD_VERBS or _a_noun_here(low, at, word)):
                 continue  # "the build server", "the project's log", "through Tor's SOCKS port"
             if at and low[at - 1] in _OTHERS and (at < 2 or low[at - 2] not in {"let", "lets", "help", "allow"}):
-                continue
+                continue  # "students implement SOCKS handshakes in C": what others do
             if at > 2 and low[at - 1] == "to" and low[at - 2] in _WANT and low[at - 3] in _OTHERS | _THIRD:
-                continue  # "they want to build proxy routing per spider in their middleware": their wish  # "students implement SOCKS handshakes in C": what others do
+                continue  # "they want to build proxy routing per spider in their middleware": their wish
             run = []  # the object, as written; its head is its last word's last part
             for w in words[at + 1:at + 1 + MAX_PHRASE]:
                 if not run and w.lower() in DETERMINERS:

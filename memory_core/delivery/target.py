@@ -285,8 +285,8 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
     text = prompt[:2000]
     for start, sentence in _requests(text, tree):
         words = [w.lower() for w in WORDS.findall(sentence)]
-        while words and (words[0] in _LEADS or words[0].isdigit() or len(words[0]) == 1):
-            words = words[1:]  # "(2) add a json= keyword …": an item's number
+        while words and (words[0] in _LEADS or words[0].isdigit() or (len(words[0]) == 1 and words[0] not in "ai")):
+            words = words[1:]  # "(2) add a json= keyword …", "b) add …": an item's number or letter
         if not words or words[0] not in BUILD_VERBS:
             continue
         ask = [w.lower() for w in WORDS.findall(CLAUSES.split(sentence)[0])]
