@@ -126,7 +126,18 @@ plans), 52 (prompts-heldout52.jsonl) every style in equal parts, and 53
 (prompts-heldout53.jsonl) a mixed month (maintainers, integrators, educators and students,
 security and compliance reviewers, newcomers re-proposing what exists), asked for with
 `sets=(51,)`, `sets=(52,)` and `sets=(53,)`; 51, 52 and 53 were frozen together, before the
-twenty-second tuning round's measurement. Labels
+twenty-second tuning round's measurement; 54 (prompts-heldout54.jsonl) an on-call month (SREs
+and incident responders, postmortem action items, hotfix threads, pager notes), 55
+(prompts-heldout55.jsonl) a platform team's migration quarter (monorepo moves, internal
+wrappers and shims, vendoring and forks, deprecation plans), 56 (prompts-heldout56.jsonl)
+open-source contributors and issue triage (issue titles and PR descriptions quoted, code and
+paths inline), 57 (prompts-heldout57.jsonl) hurried and non-native English (lowercase, dropped
+articles, run-on sentences, pls, w/, impl, tbh), 58 (prompts-heldout58.jsonl) data and ML
+people (notebooks, pipelines and feature stores, researchers scraping APIs) and 59
+(prompts-heldout59.jsonl) pair programming with an assistant (context first and the ask last,
+references to earlier turns, follow-ups), asked for with `sets=(54,)` … `sets=(59,)`; 54 to 59
+were frozen together after the twenty-second round, before it was measured again and before
+the twenty-third round. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -192,6 +203,7 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # twenty-first round's measurement
 # prompts-heldout51.jsonl, -52 and -53 hold sets 51, 52 and 53, frozen before the
 # twenty-second round's measurement
+# prompts-heldout54.jsonl … -59 hold sets 54 to 59, frozen before the twenty-third round
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -209,7 +221,9 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout43.jsonl", "prompts-heldout44.jsonl",
                 "prompts-heldout45.jsonl", "prompts-heldout46.jsonl", "prompts-heldout47.jsonl",
                 "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl",
-                "prompts-heldout51.jsonl", "prompts-heldout52.jsonl", "prompts-heldout53.jsonl")
+                "prompts-heldout51.jsonl", "prompts-heldout52.jsonl", "prompts-heldout53.jsonl",
+                "prompts-heldout54.jsonl", "prompts-heldout55.jsonl", "prompts-heldout56.jsonl",
+                "prompts-heldout57.jsonl", "prompts-heldout58.jsonl", "prompts-heldout59.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
