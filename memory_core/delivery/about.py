@@ -152,6 +152,24 @@ _DISCLAIMS = re.compile(
     r"|(?:^|[,;.]\s*)nothing\s+new\s*[.!]?\s*$|\bnot\s+(?:proposing|suggesting|requesting)\b"
     r"|\basking\s+how\s+(?:people|others|folks|teams|projects|everyone)\b"
     r"|\bleave\s+(?:the\s+|our\s+|its\s+)?[\w/.-]+(?:\s+[\w/.-]+){0,4}\s+alone\b", re.I)
+# The speaker bounds the work to something that is not the project's code, or says its code
+# does not change: "change nothing", "httpx as it is", "starlette no change", "HCL only",
+# "no CA bundle code in requests", "no rewrite of HTTPDigestAuth", "…, not ours", "just discuss";
+# or reports a question ("someone asked me whether to build one")
+_SCOPE = re.compile(
+    r"\bchange\s+nothing\b"
+    r"|\b(?:stays?|remains?)\s+(?:in|inside|within)\s+(?:the\s+|our\s+)?[\w.-]+\s+as\s+(?:it\s+is|is)\b"
+    r"|(?:^|[,;.]\s*)[\w.-]+(?:\s+[\w.-]+)?\s+(?:as\s+it\s+is|no\s+change)\s*[.!]?\s*$"
+    r"|\bnothing\s+(?:in|on|about)\s+(?:the\s+|our\s+)?(?:[\w.-]+\s+){1,3}changes\b"
+    r"|\b(?:hcl|ya?ml|terraform|manifests|helm|css|html|javascript|typescript|sql|ansible|vcl|dockerfile|infra)\s+only\b"
+    r"|\b[\w./-]+\.(?:vcl|ya?ml|tf|hcl|json|toml|conf|cfg|ini|js|ts|css|html|sh|nomad)\s+only\b"
+    r"|\bno\s+(?:[\w-]+\s+){0,3}code\s+in\s"
+    r"|\bno\s+(?:rewrite|reimplementation|re-implementation|new\s+implementation)\s+of\b"
+    r"|\bnot\s+ours\s*(?:[.;,)!]|$)"
+    r"|\b(?:is|are)\s+not\s+(?:edited|modified)\b"
+    r"|\b(?:just|only)\s+discuss(?:ing|ion)?\b|\bdiscuss\s+only\b"
+    r"|\basked\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?(?:whether|if)\s+(?:to|we\s+should|they\s+should|i\s+should)\s+"
+    r"(?:build|write|implement|add|make|create)\b", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
                           "examples", "example", "benchmarks", "bench"})
 _ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")
@@ -246,7 +264,7 @@ def about_work(prompt: str) -> dict | None:
     asks = _ASKS_ABOUT.search(head)
     if asks:
         return {"asks": asks.group(0)}
-    disclaims = _DISCLAIMS.search(prompt[:2000])
+    disclaims = _DISCLAIMS.search(prompt[:2000]) or _SCOPE.search(prompt[:2000])
     if disclaims:
         return {"disclaims": disclaims.group(0)}
     tweak = _TWEAK.search(head)
@@ -278,8 +296,10 @@ def about_work(prompt: str) -> dict | None:
     text = _prose(prompt[:2000])
     if _ABOUT_TO_BUILD.search(text):
         return None  # "commit message for what I'm about to write: '…'": the build is coming
-    about_paths = [(at, path) for at, path in placed_paths(prompt[:2000], opening=True)
+    placed_all = placed_paths(prompt[:2000], opening=True)
+    about_paths = [(at, path) for at, path in placed_all
                    if path.split("/", 1)[0].lower() in _ABOUT_TREES or path.lower().endswith(_ABOUT_FILES)]
+    source_paths = [at for at, path in placed_all if (at, path) not in about_paths and "/" in path.rstrip("/")]
     lead_sign = lead_sign or ({"path": about_paths[0][1]} if about_paths else None)
     # the first sign of work about what exists, unless a build request follows it ("The
     # security review wants digest. Let's write DigestAuth ourselves"; "Step 1: document the
@@ -341,14 +361,18 @@ def about_work(prompt: str) -> dict | None:
                     break  # "a test covering …"; "the grading rubric" is one object
                 if run and w.lower() in DETERMINERS - {"a", "an"}:
                     break  # "write the code this commit message describes": the code
+                if run and w.endswith("/"):
+                    break  # "the failing test tests/test_x.py::test_y": a path after the object
                 if w.lower() not in DETERMINERS and w.lower() not in _PRONOUNS:
                     run.append(w)
-            while run and (run[-1].lower() in {"only", "too", "there", "here"} or _TICKET.fullmatch(run[-1])):
-                run = run[:-1]  # "write the reply only"; "Design doc FRN-DD-7": a design doc
+            while run and (run[-1].lower() in _TRAILING or _TICKET.fullmatch(run[-1])):
+                run = run[:-1]  # "write the reply only", "the failing test first"; "Design doc FRN-DD-7"
             if run and (_head(run[-1]) in ABOUT | _WRITTEN_TO or run[-1].lower() in ABOUT
                         or any(w.lower() in SAMPLES for w in run[:-1])):
                 found = found or {"object": " ".join(run)}
                 break
+            if found and word in _STRONG and any(start <= p_at < start + len(clause) for p_at in source_paths):
+                return None  # "Triage of #6983 … Let's build it in requests/proxying.py": placed in the source
             if found and at + 1 < len(low) and low[at + 1] in _PRO_FORMS and (
                     at + 2 == len(low) or low[at + 2] in _OBJECT_ENDS or low[at + 2] in {"up", "out", "down"}):
                 break  # "deprecation warning: emit one when …": the object is what the sign named
@@ -363,7 +387,10 @@ def about_work(prompt: str) -> dict | None:
             if place:  # "add timeout=(3.05, 27) to the example": what is built goes into a docs artifact
                 found = found or {"place": place}
                 break
-            placed = next((path for p_at, path in about_paths if p_at >= start), None)
+            # the path of the same sentence: "I'll write the class. You write the tests in tests/…"
+            # places the tests, not the class
+            placed = next((path for p_at, path in about_paths
+                           if p_at >= start and not SENTENCES.search(text[start:p_at])), None)
             if placed:  # "write the failing test in tests/test_mock.py": the request writes a test
                 return {"path": placed}
             return None  # a build request
@@ -395,6 +422,13 @@ def _about_place(low: list[str], start: int) -> str | None:
 
 
 _TICKET = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*-\d+[\w.-]*")  # a ticket's key: "FRN-DD-7", "ST-144"
+# Build verbs that make a thing, not a change to one: placed in the project's source, one of
+# these builds there whatever sign came before it
+_STRONG = frozenset({"build", "implement", "write", "rewrite", "reimplement", "create", "develop"})
+# Words after an object that are not part of it: when, how much, a courtesy ("write the
+# failing test first", "add one sentence pls")
+_TRAILING = frozenset({"only", "too", "there", "here", "first", "now", "later", "today", "tonight",
+                       "please", "pls", "plz"})
 # What is written to someone about a component, as a build's object only ("draft a support
 # ticket to their team"); as a lead ("Support ticket RQ-233: …") it files the request
 _WRITTEN_TO = frozenset({"ticket", "issue"})

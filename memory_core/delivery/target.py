@@ -75,7 +75,8 @@ PHRASE_ENDS = frozenset({"so", "that", "which", "who", "where", "when", "while",
                    "against", "during", "per", "needs", "need", "gets", "opens", "fails", "breaks",
                    "returns", "keeps", "makes", "uses", "runs", "works", "sends", "calls", "takes",
                    "wants", "lacks", "doesn't", "isn't", "won't", "can't",
-                   "we", "i", "you", "they", "want"}) | PREPOSITIONS
+                   "we", "i", "you", "they", "want", "below", "above", "beneath", "underneath",
+                   "atop"}) | PREPOSITIONS
 MAX_PHRASE = 7            # words of a noun phrase read after the preposition and determiner
 # a backtick quotes code inside a sentence ("in `backup.py` the bodies"): not a clause break
 CLAUSES = re.compile(r"[,;:!?()\[\]{}\"<>|]|\.(?=\s|$)|\s[-\u2013\u2014]\s")
@@ -139,6 +140,8 @@ def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str
                 continue  # "to stop clients caching": an infinitive, not a place
             if at > 0 and words[at].lower() == "on" and words[at - 1].lower() in _MODELLED:
                 continue  # "modelled on aiohttp's TCPConnector": a model, not the place
+            if at > 0 and words[at].lower() == "to" and words[at - 1].lower() in _HANDS_TO:
+                continue  # "fall back to a detector library": what it uses, not the place
             if at > 1 and words[at].lower() == "of" and words[at - 1].lower() == "top" and words[at - 2].lower() == "on":
                 continue  # "on top of the h2 state machine": a base, not the place
             k += det
@@ -160,6 +163,8 @@ def phrases(prompt: str, objects: set | None = None) -> list[tuple[str, list[str
 
 # What "on" after these names is a model or a base, not where the work goes
 _MODELLED = frozenset({"modelled", "modeled", "based", "patterned", "built"})
+# What "to" after these names is what the work hands off to, not where it goes
+_HANDS_TO = frozenset({"back", "defer", "defers", "deferring", "delegate", "delegates", "delegating"})
 # Words that qualify any kind of thing and name no system: never counted as unseen ("our
 # own proxy configuration", "a new command line client")
 GENERIC = frozenset("""
@@ -284,6 +289,9 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
     WebSocket support to it") keeps the context, which is what it points to."""
     text = prompt[:2000]
     for start, sentence in _requests(text, tree):
+        lets = _LETS_CLAUSE.search(sentence)
+        if lets and not _builds(sentence[:lets.start()]):  # "Rather than relying on anything
+            start, sentence = start + lets.end(), sentence[lets.end():]  # shipped, let's write …"
         words = [w.lower() for w in WORDS.findall(sentence)]
         while words and (words[0] in _LEADS or words[0].isdigit() or (len(words[0]) == 1 and words[0] not in "ai")):
             words = words[1:]  # "(2) add a json= keyword …", "b) add …": an item's number or letter
@@ -301,6 +309,19 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
             return text[start:]
         return prompt
     return prompt
+
+
+# The speaker's own decision after a clause of reason or contrast ("Rather than relying on
+# anything shipped, let's write our own middleware set in starlette/middleware/")
+_LETS_CLAUSE = re.compile(r",\s*(?=(?:let's|lets|let\s+us)\s)", re.I)
+
+
+def _builds(clause: str) -> bool:
+    """The clause holds a build verb said first, as a request is."""
+    words = [w.lower() for w in WORDS.findall(clause)]
+    while words and words[0] in _LEADS:
+        words = words[1:]
+    return bool(words) and words[0] in BUILD_VERBS
 
 
 # A speaker taking the work on, mid-sentence ("…, so I'll write connection limits of our

@@ -1006,3 +1006,97 @@ def test_so_lets_after_a_reason_is_the_request():
     assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
     found = foreign_target("Marlow's sidecar drops cookies; write the reply for their team", seen)
     assert found is not None, found
+
+
+# Round 23, written from sets 51-59 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt", [
+    "profile the retry loop under the soak test and post the flamegraph to OPS-88, change nothing",
+    "cache the /assets path at the CDN for five minutes; RetryPolicy stays in the client as it is",
+    "the lab notebook needs a cell that retries the upload three times, httpx as it is",
+    "add a structured log line in our 429 handler in app/limits.py, starlette no change",
+    "the retry budget for the egress gateway goes in the Terraform module; nothing in the Python client changes",
+    "put the retry annotations on the ingress in deploy/ingress.yaml, Kubernetes manifests only",
+    "Helm values for the retry sidecar: three attempts and a 2 s cap, YAML only",
+    "the edge must pass Retry-After through; edit infra/cdn/edge.vcl only",
+    "the gateway has to back off on 503; no retry code in httpx",
+    "reproduce the retry storm against a local server first; no rewrite of the retry policy please",
+    "he wants retries with jitter like ours in his Kotlin client, write it there, not ours",
+    "diff their patched retry class against upstream and list each change; our retry policy is not edited",
+    "how would the retry policy interact with a mounted sub-app? would we need to build anything? just discuss",
+    "could you explain why the retry policy gives back a Response? a colleague asked me whether to build one like it",
+])
+def test_a_scope_the_speaker_sets_outside_the_projects_code_is_work_about_what_exists(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert "disclaims" in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "write our own retry policy with jitter in httpx/_retry.py",
+    "add a new retry policy class to the client, not a wrapper around urllib3",
+    "the team asked me to build a retry policy of our own; write it in httpx/_retry.py",
+    "rewrite the retry policy from scratch and keep the public API as it is",
+    "implement a retry policy for the client, change the transport as needed",
+])
+def test_a_build_request_that_sets_no_outside_scope_is_still_a_request(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "Issue #12 'retries ignore Retry-After'. Write the failing test first, tests/test_retry.py::test_retry_after, "
+    "and label it confirmed",
+    "write the failing test tests/test_retry.py::test_backoff_cap first, then triage",
+    "docs nit: the retry page says backoff starts at 0.5 s but not why, add one sentence pls",
+])
+def test_a_word_of_when_or_a_courtesy_after_the_object_is_not_its_head(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is not None, prompt
+    assert about_work("write the retry policy first, then its tests") is None
+    assert about_work("nit: replace the retry policy with a fresh implementation pls") is None
+
+
+def test_a_path_in_a_later_sentence_does_not_place_an_earlier_build():
+    from memory_core.delivery.about import about_work
+
+    prompt = ("As agreed this morning: I'll write an httpx.Retry class with total, backoff and status fields. "
+              "You write the tests first in tests/test_retry_class.py.")
+    assert about_work(prompt) is None, about_work(prompt)
+    assert about_work("write the failing test for retries in tests/test_retry.py") is not None
+
+
+@pytest.mark.parametrize("prompt", [
+    "Triage of #7100 'no retries on 503'. The contributor proposes retries from zero: a budget, backoff and "
+    "jitter. Let's build it in requests/retrying.py.",
+    "Maintainer reply on #4411: 'yes, a retry policy would help.' I'll implement it in httpx/_retry.py tonight.",
+])
+def test_a_build_of_what_a_sign_named_placed_in_the_source_is_a_request(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
+    assert about_work("Triage of #7100: the retry docs are thin. Let's write it in docs/retries.md.") is not None
+
+
+def test_what_the_work_falls_back_to_is_not_its_place():
+    seen = _seen({"retry", "policy", "jitter", "backoff", "header", "response"})
+    prompt = "implement a retry policy from scratch: read Retry-After and fall back to a backoff calculator library"
+    assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
+    assert foreign_target("add a retry policy to the calculator library", seen) is not None
+
+
+def test_below_and_above_end_a_built_object():
+    seen = _seen({"retry", "transport", "layer", "client", "handle", "request", "mock"})
+    prompt = "write a pluggable retry layer below Client with `handle_request`, like we said"
+    assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
+
+
+def test_lets_after_a_reason_starts_the_request():
+    seen = _seen({"retry", "policy", "middleware", "starlette", "calls", "api", "origin", "responses"})
+    prompt = ("The notebook front end calls the model API from another origin and ops want retries. Rather than "
+              "relying on anything shipped, let's write our own retry middleware set in starlette/middleware/")
+    assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
+    found = foreign_target("The kiosk front end drops retries, so add a retry policy to the kiosk app", seen)
+    assert found is not None, found
