@@ -137,7 +137,17 @@ people (notebooks, pipelines and feature stores, researchers scraping APIs) and 
 (prompts-heldout59.jsonl) pair programming with an assistant (context first and the ask last,
 references to earlier turns, follow-ups), asked for with `sets=(54,)` … `sets=(59,)`; 54 to 59
 were frozen together after the twenty-second round, before it was measured again and before
-the twenty-third round. Labels
+the twenty-third round; 60 (prompts-heldout60.jsonl) a security and compliance quarter
+(penetration testers, SOC 2 and ISO auditors, threat models, CVE triage), 61
+(prompts-heldout61.jsonl) teaching and learning (instructors, students' homework, tutorial
+authors, workshops), 62 (prompts-heldout62.jsonl) a startup's product sprint (loose feature
+requests, roundabout words and half-remembered names for what exists), 63
+(prompts-heldout63.jsonl) unusual runtimes and neighbours (mobile, serverless, WASM and
+Pyodide, game servers, editor plugins, ports, embedded boards), 64 (prompts-heldout64.jsonl)
+code review threads (quoted diffs, 'nit:' and 'suggestion:', renames, refactors, follow-ups)
+and 65 (prompts-heldout65.jsonl) every style in equal parts, each prompt naming an identifier,
+asked for with `sets=(60,)` … `sets=(65,)`; 60 to 65 were frozen together, before the
+twenty-third round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -204,6 +214,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-heldout51.jsonl, -52 and -53 hold sets 51, 52 and 53, frozen before the
 # twenty-second round's measurement
 # prompts-heldout54.jsonl … -59 hold sets 54 to 59, frozen before the twenty-third round
+# prompts-heldout60.jsonl … -65 hold sets 60 to 65, frozen before the twenty-third round's
+# measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -223,7 +235,9 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout48.jsonl", "prompts-heldout49.jsonl", "prompts-heldout50.jsonl",
                 "prompts-heldout51.jsonl", "prompts-heldout52.jsonl", "prompts-heldout53.jsonl",
                 "prompts-heldout54.jsonl", "prompts-heldout55.jsonl", "prompts-heldout56.jsonl",
-                "prompts-heldout57.jsonl", "prompts-heldout58.jsonl", "prompts-heldout59.jsonl")
+                "prompts-heldout57.jsonl", "prompts-heldout58.jsonl", "prompts-heldout59.jsonl",
+                "prompts-heldout60.jsonl", "prompts-heldout61.jsonl", "prompts-heldout62.jsonl",
+                "prompts-heldout63.jsonl", "prompts-heldout64.jsonl", "prompts-heldout65.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
