@@ -46,6 +46,7 @@ sentence sentences pytest unittest testcase translation reference advisory error
 cleanup tweak nit fixup deprecation migration upgrade bump results numbers findings summary
 report text wording conftest fix bugfix answer reply email comment logging tracing metrics log
 instrumentation heading headings footnote caption docstring typo link fixture fixtures row notice
+rationale justification narrative
 explanation overview rubric syllabus worksheet handout quiz case hint annotation stub overload snippet
 question description doc
 """.split())
@@ -58,7 +59,7 @@ SAMPLES = frozenset({"example", "sample", "demo", "tutorial", "docs", "documenta
 ABOUT_VERBS = frozenset("""
 benchmark benchmarks measure measures profile document documents review compare deprecate
 test explain pin unpin bump increase decrease lower reply answer triage confirm log
-tweak adjust reword rephrase clarify instrument rename point tell translate
+tweak adjust reword rephrase clarify instrument rename point tell translate check verify proofread
 """.split())
 # A build verb in the past or in a question about using what exists asks about it, not for
 # it again: "why did we build the transport API around handle_request?", "should we have
@@ -103,7 +104,7 @@ _BEHAVES = re.compile(
     r"(?:the|a|an|this|that|these|those|my|our|your|their|its)\s+[^?\n]{1,240}\?", re.I)
 # A prefix that files the request under docs or tests, as a commit subject does ("docs: add a
 # section to the lifespan page"), or a lead phrase naming such work before a colon
-_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo|fix|bug|regression|refactor|perf|cfg|config)(?:\([\w-]+\))?\s*:", re.I)
+_FILED = re.compile(r"\s*(?:docs?|tests?|chore|ci|bench|typo|fix|bug|regression|perf|cfg|config)(?:\([\w-]+\))?\s*:", re.I)
 # A prompt that says it asks for no change: "not asking for a change", "just answer",
 # "discussion only, no code"
 _DISCLAIMS = re.compile(
@@ -169,7 +170,22 @@ _SCOPE = re.compile(
     r"|\b(?:is|are)\s+not\s+(?:edited|modified)\b"
     r"|\b(?:just|only)\s+discuss(?:ing|ion)?\b|\bdiscuss\s+only\b"
     r"|\basked\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?(?:whether|if)\s+(?:to|we\s+should|they\s+should|i\s+should)\s+"
-    r"(?:build|write|implement|add|make|create)\b", re.I)
+    r"(?:build|write|implement|add|make|create)\b"
+    # round 24: "no code until the severity is agreed", "nothing goes into httpx", "not a code
+    # request", "slides and a handout only", "pipeline config only", "changelog-only task", "the
+    # built-in middleware is fine, just one more origin", "nobody is changing X", "X is not part
+    # of this PR"
+    r"|\bno\s+code\s+(?:until|before|yet)\b|\bnothing\s+(?:goes|gets\s+added)\s+(?:in|into|to)\b"
+    r"|\bnot\s+a\s+(?:code|feature|change)\s+request\b"
+    r"|\b(?:handouts?|slides|formula|printout|(?:pipeline|ci|workflow)\s+config)\s+only\b"
+    r"|\b(?:changelog|docs?|tests?|config|readme|comments?|typing|wording|docstring)-only\b"
+    r"|\b(?:is|are)\s+fine\s*,\s*just\b|\b(?:nobody|no\s+one)\s+is\s+(?:changing|touching|editing|rewriting|replacing)\b"
+    r"|\b(?:is|are)\s+not\s+part\s+of\s+this\s+(?:pr|change|patch|diff|branch)\b"
+    # questions of need, of approach and of argument: "would we need to build X, or …?", "would
+    # you build X differently …?", "how would you argue the other side?"
+    r"|\bwould\s+we\s+(?:even\s+)?need\s+to\s+(?:build|write|implement|add)\b[^?]{0,200}\?"
+    r"|\bwould\s+you\s+(?:build|write|design|implement|structure|start)\b[^?]{0,200}?\b(?:differently|or|instead)\b[^?]{0,200}\?"
+    r"|\bhow\s+would\s+you\s+(?:argue|explain|teach|answer|respond|frame|defend)\b", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
                           "examples", "example", "benchmarks", "bench"})
 _ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")

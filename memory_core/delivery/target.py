@@ -289,12 +289,17 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
     WebSocket support to it") keeps the context, which is what it points to."""
     text = prompt[:2000]
     for start, sentence in _requests(text, tree):
+        contrast = _CONTRAST.match(sentence)
+        if contrast:  # "Rather than a loop in the handler, build retrying into requests' adapter"
+            start, sentence = start + contrast.end(), sentence[contrast.end():]
         lets = _LETS_CLAUSE.search(sentence)
         if lets and not _builds(sentence[:lets.start()]):  # "Rather than relying on anything
             start, sentence = start + lets.end(), sentence[lets.end():]  # shipped, let's write …"
         words = [w.lower() for w in WORDS.findall(sentence)]
         while words and (words[0] in _LEADS or words[0].isdigit() or (len(words[0]) == 1 and words[0] not in "ai")):
             words = words[1:]  # "(2) add a json= keyword …", "b) add …": an item's number or letter
+        if len(words) > 2 and words[0] in _ASKING and words[1] in {"we", "you"}:
+            words = words[2:]  # "can we make the client go through that proxy?": a request asked
         if not words or words[0] not in BUILD_VERBS:
             continue
         ask = [w.lower() for w in WORDS.findall(CLAUSES.split(sentence)[0])]
@@ -311,6 +316,9 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
     return prompt
 
 
+_ASKING = frozenset({"can", "could", "will", "would"})
+# A clause of contrast that opens a sentence: what follows its comma is the request
+_CONTRAST = re.compile(r"\s*(?:rather\s+than|instead\s+of)\b[^,.;]{0,200},\s*", re.I)
 # The speaker's own decision after a clause of reason or contrast ("Rather than relying on
 # anything shipped, let's write our own middleware set in starlette/middleware/")
 _LETS_CLAUSE = re.compile(r",\s*(?=(?:let's|lets|let\s+us)\s)", re.I)
@@ -405,8 +413,8 @@ def instruments(prompt: str) -> list[tuple[str, list[str]]]:
                     and words[k].lower() not in DETERMINERS:
                 run.append(words[k])
                 k += 1
-            if any(w.lower() in _NO_TOOLS or _FAILURE.search(w) for w in run):
-                continue  # "start with mine", "die with MemoryError": no tool
+            if any(w.lower() in _NO_TOOLS or _FAILURE.search(w) or len(w) < 2 for w in run):
+                continue  # "start with mine", "die with MemoryError", "with -m for the method": no tool
             if run and len(run) <= MAX_INSTRUMENT and not (k < len(words) and words[k].lower() in {"and", "or"}):
                 out.append((" ".join(run), _parts(run)))  # "with nc and cnonce": a list of parts, no tool
     return out
@@ -440,6 +448,9 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
                 and not (shown[-1].isupper() and not any(w[:1].isupper() and not w.isupper() for w in shown[:-1])) \
                 and any(w[:1].isupper() and w.lower() not in DETERMINERS for w in shown[1:]):
             wholes.append((written, singular(words[-1].removesuffix("'s")), parts))  # not "remote DNS"
+    ci = _ci_config(request)
+    if ci:  # "add `pip install trio` to .github/workflows/tests.yml": the CI's configuration
+        return {"phrase": ci, "head": "ci", "unseen": []}
     tools = [(written, parts) for written, parts in instruments(request) if parts]  # not the context's
     trees = [(path, parts) for path in paths(prompt[:2000]) if (parts := _placed_by(path, tree))]
     label = _label(prompt)
@@ -463,6 +474,21 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
             return {"phrase": written, "head": "instrument", "unseen": parts}
     if label and _unseen(label, df):  # "colab: render the templates to a report"
         return {"phrase": label, "head": "label", "unseen": [label]}
+    return None
+
+
+# A CI service's configuration, by the path every such service reads
+_CI = re.compile(r"(?<![\w/.-])(?:\.github/(?:workflows/)?[\w./-]*|\.gitlab-ci\.ya?ml|\.circleci/[\w./-]*"
+                 r"|bitbucket-pipelines\.ya?ml|Jenkinsfile|\.travis\.ya?ml|azure-pipelines\.ya?ml"
+                 r"|\.woodpecker(?:\.ya?ml|/[\w./-]*)|\.buildkite/[\w./-]*)")
+
+
+def _ci_config(text: str) -> str | None:
+    """A CI configuration the text places the work in ("to .github/workflows/tests.yml", "in
+    .gitlab-ci.yml"), as written."""
+    for m in _CI.finditer(text[:2000]):
+        if _PLACE.search(text[max(0, m.start() - 12):m.start()]):
+            return m.group(0)
     return None
 
 
@@ -496,7 +522,7 @@ _MESSAGE_LEADS = frozenset("""
 feat feature fix bug docs doc test tests chore ci build perf refactor style revert nit todo
 context plan next note update idea goal task ask request question proposal background step
 traceback error summary tl;dr tldr ps fyi re commit wip draft standup retro agenda minutes recap
-status sprint roadmap
+status sprint roadmap suggestion comment review reply thought thoughts followup follow-up
 """.split())
 
 

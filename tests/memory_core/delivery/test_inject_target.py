@@ -838,7 +838,7 @@ def test_a_request_in_these_forms_is_not_held_round_eighteen(prompt):
 @pytest.mark.parametrize("prompt, head", [
     ("the Go team's router needs a cookie jar like ours; write it in their jar/store.go", "file"),
     ("set the cookie path in the Nomad job spec for the fetcher", "job"),
-    ("Woodpecker CI (.woodpecker.yml): add a step that serves the cookie docs", "file"),
+    ("Woodpecker CI (.woodpecker.yml): add a step that serves the cookie docs", "ci"),
 ])
 def test_their_file_a_job_spec_and_a_ci_lead_are_another_system(prompt, head):
     found = foreign_target(prompt, _seen({"cookie", "jar", "path", "fetcher", "step", "docs", "serves", "router",
@@ -1100,3 +1100,87 @@ def test_lets_after_a_reason_starts_the_request():
     assert foreign_target(prompt, seen) is None, foreign_target(prompt, seen)
     found = foreign_target("The kiosk front end drops retries, so add a retry policy to the kiosk app", seen)
     assert found is not None, found
+
+
+# Round 24, written from sets 60-65 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt, key", [
+    ("advisory triage for a token-bucket bypass in a gateway: would we need to build a rate limiter into the "
+     "client, or do the pool limits already cap it? no code until the severity is agreed", "disclaims"),
+    ("It's a card game for the meetup: players throttle requests by hand. Write the rules card; nothing goes "
+     "into httpx.", "disclaims"),
+    ("Teaching question, not a code request: would you start the rate limiter lesson from the client's limits "
+     "or from a raw socket?", "disclaims"),
+    ("the rate limiter walkthrough for the founders' evening: slides and a handout only", "disclaims"),
+    ("set RATE_LIMIT=50 in the deploy step of the pipeline; pipeline config only", "disclaims"),
+    ("rate-limit-only tweak for the Homebrew tap: bump the resource block; formula only", "disclaims"),
+    ("Changelog-only task: note that the rate limiter's burst option goes away in 3.0", "disclaims"),
+    ("demo tweak: raise the burst in app/settings.py; the built-in rate limiter is fine, just a bigger burst",
+     "disclaims"),
+    ("Would you build rate limiting differently where the process is frozen between requests? For the notes; "
+     "nobody is changing RateLimiter.", "disclaims"),
+    ("suggestion: link the RateLimiter page from the limits section. The rate limiter itself is not part of "
+     "this PR.", "disclaims"),
+])
+def test_more_forms_of_work_about_what_exists_in_round_twenty_four(prompt, key):
+    from memory_core.delivery.about import about_work
+
+    assert key in (about_work(prompt) or {}), about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "For the audit narrative, the assessor asked why httpx built rate limiting as opt-in. Draft the rationale.",
+    "someone at the meetup said you'd never build rate limiting into a client library. How would you argue "
+    "the other side?",
+    "exam draft: 'Which exception does the limiter raise when the bucket is empty?' check that my answer key "
+    "says RateLimitExceeded",
+])
+def test_questions_about_why_it_was_built_and_checks_of_an_answer_are_work_about_it(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is not None, prompt
+
+
+@pytest.mark.parametrize("prompt", [
+    "would you build us a rate limiter of our own in httpx/_limiter.py?",
+    "we need to build a rate limiter into the client; write it in httpx/_limiter.py",
+    "check the bucket size, then write a rate limiter from scratch in httpx/_limiter.py",
+])
+def test_a_build_asked_as_a_question_or_after_a_check_is_still_a_request(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "ST-77: the site's workflow skips the limiter tests; add `pip install trio` to .github/workflows/tests.yml",
+    "add the limiter's env var to .gitlab-ci.yml for the nightly job",
+])
+def test_a_ci_configuration_is_another_system(prompt):
+    seen = _seen({"limiter", "tests", "workflows", "github", "trio", "pip", "install", "env", "var", "job",
+                  "nightly", "gitlab", "ci", "yml", "site", "skips"})
+    found = foreign_target(prompt, seen)
+    assert found is not None and found["head"] == "ci", found
+
+
+@pytest.mark.parametrize("prompt", [
+    "Harwick's VPN only hands us a SOCKS5 tunnel. can we make the client go through a proxy like that, "
+    "with remote DNS? built by us",
+    "The Lambda that pulls the feed dies on every burst of 503s. Rather than a loop in the handler, build a "
+    "rate limiter into the client: a bucket per host with a burst option.",
+    "a terminal command for httpx: `httpx URL` with -m for the method and a JSON body",
+    "suggestion: give the httpx client a rate limiter with a burst option in this PR",
+])
+def test_the_request_after_context_and_a_reviewers_lead_is_the_projects(prompt):
+    seen = _seen({"socks5", "tunnel", "client", "proxy", "remote", "dns", "built", "rate", "limiter", "bucket",
+                  "host", "burst", "option", "loop", "handler", "feed", "terminal", "command", "httpx", "url",
+                  "method", "json", "body", "pr", "give"})
+    assert foreign_target(prompt, seen, frozenset({"httpx"})) is None, foreign_target(prompt, seen)
+    assert foreign_target("The Lambda dies on 503s, so add a rate limiter to the Lambda", seen) is not None
+
+
+def test_a_refactor_lead_does_not_file_a_build_of_something_new():
+    from memory_core.delivery.about import about_work
+
+    assert about_work("refactor: add a brand-new RateLimiter class to the client, buckets per host") is None
+    assert about_work("fix: the limiter's bucket refills twice per tick; add the missing lock") is not None
