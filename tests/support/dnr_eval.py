@@ -147,7 +147,17 @@ Pyodide, game servers, editor plugins, ports, embedded boards), 64 (prompts-held
 code review threads (quoted diffs, 'nit:' and 'suggestion:', renames, refactors, follow-ups)
 and 65 (prompts-heldout65.jsonl) every style in equal parts, each prompt naming an identifier,
 asked for with `sets=(60,)` … `sets=(65,)`; 60 to 65 were frozen together, before the
-twenty-third round's measurement. Labels
+twenty-third round's measurement; 66 (prompts-heldout66.jsonl) a health-tech integration team
+(HL7 and FHIR gateways, hospital networks, vendors' devices), 67 (prompts-heldout67.jsonl) a
+game studio's tools team and its modders (build pipelines, asset servers, launchers, mod
+loaders), 68 (prompts-heldout68.jsonl) a university research group (HPC schedulers, lab
+instruments, theses, shared notebooks), 69 (prompts-heldout69.jsonl) a web agency building
+clients' sites (a client's project or a contractor's repo beside the library's code), 70
+(prompts-heldout70.jsonl) a long agent session (terse follow-ups pointing back at earlier
+turns, a few long restatements of a plan) and 71 (prompts-heldout71.jsonl) every style in
+equal parts, half the near misses questions with a build verb and half the re-proposals said
+as questions or indirect proposals, asked for with `sets=(66,)` … `sets=(71,)`; 66 to 71 were
+frozen together, before the twenty-fourth round's measurement. Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -216,6 +226,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # prompts-heldout54.jsonl … -59 hold sets 54 to 59, frozen before the twenty-third round
 # prompts-heldout60.jsonl … -65 hold sets 60 to 65, frozen before the twenty-third round's
 # measurement
+# prompts-heldout66.jsonl … -71 hold sets 66 to 71, frozen before the twenty-fourth round's
+# measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -237,7 +249,9 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout54.jsonl", "prompts-heldout55.jsonl", "prompts-heldout56.jsonl",
                 "prompts-heldout57.jsonl", "prompts-heldout58.jsonl", "prompts-heldout59.jsonl",
                 "prompts-heldout60.jsonl", "prompts-heldout61.jsonl", "prompts-heldout62.jsonl",
-                "prompts-heldout63.jsonl", "prompts-heldout64.jsonl", "prompts-heldout65.jsonl")
+                "prompts-heldout63.jsonl", "prompts-heldout64.jsonl", "prompts-heldout65.jsonl",
+                "prompts-heldout66.jsonl", "prompts-heldout67.jsonl", "prompts-heldout68.jsonl",
+                "prompts-heldout69.jsonl", "prompts-heldout70.jsonl", "prompts-heldout71.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 
