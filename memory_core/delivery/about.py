@@ -26,6 +26,7 @@ from memory_core.delivery.target import (
     BUILD_VERBS,
     CLAUSES,
     DETERMINERS,
+    GROWS,
     MAX_PHRASE,
     PHRASE_ENDS,
     PREPOSITIONS,
@@ -185,7 +186,15 @@ _SCOPE = re.compile(
     # you build X differently …?", "how would you argue the other side?"
     r"|\bwould\s+we\s+(?:even\s+)?need\s+to\s+(?:build|write|implement|add)\b[^?]{0,200}\?"
     r"|\bwould\s+you\s+(?:build|write|design|implement|structure|start)\b[^?]{0,200}?\b(?:differently|or|instead)\b[^?]{0,200}\?"
-    r"|\bhow\s+would\s+you\s+(?:argue|explain|teach|answer|respond|frame|defend)\b", re.I)
+    r"|\bhow\s+would\s+you\s+(?:argue|explain|teach|answer|respond|frame|defend)\b"
+    # round 25: "discussion before we build anything", "answer only"
+    r"|\bbefore\s+(?:we|i|anyone)\s+(?:build|write|implement|change|code)\s+anything\b|\banswer\s+only\b", re.I)
+# A proposal said as a question: "What if we wrote our own router?", "Would it be worth writing
+# httpx its own encoder?", "How about building …?", "Why don't we write …?"
+_PROPOSES = re.compile(r"\bwhat\s+if\s+we\s+(?:wrote|built|added|implemented|made|gave)\b"
+                       r"|\bwould\s+it\s+be\s+worth\s+(?:writing|building|adding|implementing|giving)\b"
+                       r"|\bhow\s+about\s+(?:we\s+)?(?:writing|building|adding|implementing|write|build|add|implement)\b"
+                       r"|\bwhy\s+don't\s+we\s+(?:write|build|add|implement|make)\b", re.I)
 _ABOUT_TREES = frozenset({"docs", "doc", "docs_src", "documentation", "tests", "test", "testing",
                           "examples", "example", "benchmarks", "bench"})
 _ABOUT_FILES = (".md", ".rst", ".txt", ".ipynb")
@@ -327,6 +336,10 @@ def about_work(prompt: str) -> dict | None:
         if n == 0 and len(low) > 2 and _head(low[0]) in ABOUT and low[1] in PREPOSITIONS:
             found = found or {"title": " ".join(words[:4])}  # "deprecation of on_startup …"
             continue
+        grows = GROWS.search(clause)
+        if grows and grows.group(1).lower() not in _PRONOUNS | _OTHERS | _PRO_FORMS | {"you", "i", "we"} \
+                and _head(grows.group(1)) not in ABOUT:
+            return None  # "Summary of the plan: I want httpx to get its own timeout object"
         if n == 0 and "existing" in low[:24]:
             at = low.index("existing")
             return {"says": " ".join(words[max(0, at - 1):at + 3])}
@@ -342,7 +355,8 @@ def about_work(prompt: str) -> dict | None:
                 found = {"subject": " ".join(words[:1 + len(subject)])}
                 continue
         for at, word in enumerate(low[:12]):
-            if word in ABOUT_VERBS and (at == 0 or (low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}
+            if (word in ABOUT_VERBS or (word == "write" and low[at + 1:at + 2] == ["up"])) and (
+                    at == 0 or (low[at - 1] in {"to", "please", "can", "let's", "lets", "we"}
                                                     and word != "log"  # "users … to log every request"
                                                     and not (low[at - 1] == "can" and at > 1
                                                              and low[at - 2] not in {"you", "we", "i"}))):
@@ -364,6 +378,8 @@ def about_work(prompt: str) -> dict | None:
             needs = word == "need" and at and low[at - 1] in {"we", "i"} and low[at + 1:at + 2] in (["a"], ["an"], ["our"])
             if not needs and (word not in BUILD_VERBS or _a_noun_here(low, at, word)):
                 continue  # "the build server", "the project's log", "through Tor's SOCKS port"
+            if at > 1 and low[at - 1] in _SUBJECTS and low[at - 2] in _SUBORDINATE:
+                continue  # "before I build the uploader on AsyncClient: does …?": a clause of time
             if at and low[at - 1] in _OTHERS and (at < 2 or low[at - 2] not in {"let", "lets", "help", "allow"}):
                 continue  # "students implement SOCKS handshakes in C": what others do
             if at > 2 and low[at - 1] == "to" and low[at - 2] in _WANT and low[at - 3] in _OTHERS | _THIRD:
@@ -462,7 +478,7 @@ def _only_asks(text: str) -> dict | None:
     question = next((q for q in SENTENCES.split(text) if q.rstrip().endswith("?")), None)
     if question is None:
         return None
-    if _asks_to_build(WORDS.findall(_prose(text))) or _DOING.search(text):
+    if _asks_to_build(WORDS.findall(_prose(text))) or _DOING.search(text) or _PROPOSES.search(text):
         return None
     return {"asks": question.strip()[:120]}
 
@@ -474,7 +490,14 @@ def _asks_to_build(words: list[str]) -> bool:
     low = [w.lower() for w in words]
     return any(word in BUILD_VERBS and not _a_noun_here(low, at, word)
                and not (at and low[at - 1] in PREPOSITIONS - {"to"})
+               and not (at > 1 and low[at - 1] in _SUBJECTS and low[at - 2] in _SUBORDINATE)
                for at, word in enumerate(low))
+
+
+# A build verb in a clause of time is no request: "before I build the uploader: does …?", "once
+# we add it, will …?" ("if I write …" is a plan, and stays one)
+_SUBORDINATE = frozenset({"before", "after", "when", "once", "until", "while"})
+_SUBJECTS = frozenset({"i", "we", "you", "they"})
 
 
 def _a_noun_here(low: list[str], at: int, word: str) -> bool:

@@ -300,6 +300,9 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
             words = words[1:]  # "(2) add a json= keyword …", "b) add …": an item's number or letter
         if len(words) > 2 and words[0] in _ASKING and words[1] in {"we", "you"}:
             words = words[2:]  # "can we make the client go through that proxy?": a request asked
+        grows = GROWS.match(sentence.strip())
+        if grows and grows.group(1).lower() in tree:
+            return text[start:]  # "I'd like Starlette to have an authentication system of its own"
         if not words or words[0] not in BUILD_VERBS:
             continue
         ask = [w.lower() for w in WORDS.findall(CLAUSES.split(sentence)[0])]
@@ -317,6 +320,10 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
 
 
 _ASKING = frozenset({"can", "could", "will", "would"})
+# A wish or a lesson for a named thing: "I'd like Starlette to have …", "I want httpx to get its
+# own …", "teach httpx to follow them"; group 1 is the thing
+GROWS = re.compile(r"(?:\b(?:i|we)(?:'d|\s+would)?\s+(?:like|want)|\bteach)\s+(?:the\s+|our\s+)?([\w.-]+)\s+to\s+[a-z]+",
+                   re.I)
 # A clause of contrast that opens a sentence: what follows its comma is the request
 _CONTRAST = re.compile(r"\s*(?:rather\s+than|instead\s+of)\b[^,.;]{0,200},\s*", re.I)
 # The speaker's own decision after a clause of reason or contrast ("Rather than relying on
@@ -431,6 +438,8 @@ def foreign_target(prompt: str, seen, tree: frozenset = frozenset()) -> dict | N
         return exercise
     found, wholes, objects = [], [], set()
     request = _from_request(prompt, tree)
+    if _placed_in_project(request, tree):
+        return None
     for written, words in phrases(request, objects):
         practice = next((singular(w.removesuffix("'s")) for w in words if singular(w.removesuffix("'s")) in EXERCISES), None)
         if practice is not None:
@@ -490,6 +499,19 @@ def _ci_config(text: str) -> str | None:
         if _PLACE.search(text[max(0, m.start() - 12):m.start()]):
             return m.group(0)
     return None
+
+
+def _placed_in_project(request: str, tree: frozenset) -> bool:
+    """The request names the project as the place of the work, which decides over its context
+    and whoever it is for: its first clause asks for a build and puts it into the project by
+    name ("Let's build retrying into requests, so none of the scripts …"), or it wishes or
+    teaches the project something ("Teach httpx to follow them"). "Porting our scraper to
+    httpx" asks for no build of the project's."""
+    if not tree:
+        return False
+    first = CLAUSES.split(request, 1)[0]
+    grows = GROWS.search(request[:400])
+    return bool((_builds(first) and _names_tree(first, tree)) or (grows and grows.group(1).lower() in tree))
 
 
 def _exercise_lead(prompt: str) -> dict | None:

@@ -1184,3 +1184,53 @@ def test_a_refactor_lead_does_not_file_a_build_of_something_new():
 
     assert about_work("refactor: add a brand-new RateLimiter class to the client, buckets per host") is None
     assert about_work("fix: the limiter's bucket refills twice per tick; add the missing lock") is not None
+
+
+# Round 25, written from sets 66-71 (read after their fresh measurement). New sentences.
+
+@pytest.mark.parametrize("prompt", [
+    "The kiln controller's web UI (the vendor's firmware) resets our connections mid-upload. Write up for their "
+    "support case which limits their side should raise, with our numbers as evidence.",
+    "Should the invoice mailer be a BackgroundTask or a real queue? Discussion before we build anything, weigh both.",
+    "do we need to build anything for SOCKS on the kiosks, or does the extra pull in PySocks by itself? answer only",
+    "before I build the telescope uploader on AsyncClient: does the pool timeout bound the wait for a connection?",
+])
+def test_a_write_up_a_discussion_first_and_a_question_after_a_plan_are_work_about_what_exists(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is not None, prompt
+
+
+@pytest.mark.parametrize("prompt", [
+    "What if we wrote a rate limiter of our own into the client? Buckets per host and a burst option.",
+    "Would it be worth writing httpx its own rate limiter? I'm thinking buckets per host and a burst option.",
+    "How about building our own rate limiter for the client, with buckets per host?",
+    "Summary of the plan before you continue: I want httpx to get its own rate limiter, buckets per host.",
+    "The lab dashboard retries by hand everywhere. I'd like Starlette to have a rate limiter of its own.",
+    "The kiosk hammers the API. Teach httpx to limit its rate: a bucket per host and a burst option.",
+])
+def test_a_proposal_said_as_a_question_or_a_wish_for_the_project_is_a_request(prompt):
+    from memory_core.delivery.about import about_work
+
+    assert about_work(prompt) is None, about_work(prompt)
+    assert about_work("would it ever be wiser to build the rate limiter in the gateway?") is not None
+    assert about_work("I want you to explain how the rate limiter's buckets refill") is not None
+
+
+@pytest.mark.parametrize("prompt", [
+    "The kiosk portal hammers the API. Teach httpx to limit its rate: a bucket per host and a burst option.",
+    "The lab dashboard retries by hand. I'd like Starlette to have a rate limiter of its own, with buckets.",
+    "The beamline API answers 503 at every shift change. Let's build rate limiting into httpx, so none of the "
+    "scripts carries its own loop.",
+])
+def test_the_project_named_as_the_place_decides_over_context_and_a_beneficiary(prompt):
+    seen = _seen({"rate", "limit", "limits", "bucket", "host", "burst", "option", "api", "answers", "loop",
+                  "limiter", "buckets", "retries", "hand", "fresh", "code", "per"})
+    assert foreign_target(prompt, seen, frozenset({"httpx", "starlette"})) is None, foreign_target(prompt, seen)
+    found = foreign_target("The kiosk portal hammers the API; add a rate limiter to the kiosk portal", seen,
+                           frozenset({"httpx"}))
+    assert found is not None, found
+    # a port of the speaker's own program to the library asks for no build of the library's
+    found = foreign_target("I'm porting our kiosk scraper from aiohttp to httpx; the rate limiter shim in "
+                           "scraper/limits.py goes", seen, frozenset({"httpx"}))
+    assert found is not None, found
