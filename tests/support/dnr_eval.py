@@ -157,7 +157,17 @@ clients' sites (a client's project or a contractor's repo beside the library's c
 turns, a few long restatements of a plan) and 71 (prompts-heldout71.jsonl) every style in
 equal parts, half the near misses questions with a build verb and half the re-proposals said
 as questions or indirect proposals, asked for with `sets=(66,)` … `sets=(71,)`; 66 to 71 were
-frozen together, before the twenty-fourth round's measurement. Labels
+frozen together, before the twenty-fourth round's measurement; 72 (prompts-heldout72.jsonl) an
+observability vendor's team embedding the library in its agent, 73 (prompts-heldout73.jsonl) a
+fintech payments platform (PCI scope, partners' SDKs, reconciliation; re-proposals also as user
+stories and change tickets), 74 (prompts-heldout74.jsonl) maintainers of libraries that depend
+on the project (wrappers, plugins, stubs, shims), 75 (prompts-heldout75.jsonl) a solo
+developer's side projects (home automation, hobby apps, a Discord bot), 76
+(prompts-heldout76.jsonl) a consultancy auditing clients' code (reports, findings,
+remediation plans) and 77 (prompts-heldout77.jsonl) every style in equal parts, half the
+prompts with two or more sentences of context before the ask, asked for with `sets=(72,)` …
+`sets=(77,)`; 72 to 77 were frozen together, before the twenty-fifth round's measurement.
+Labels
 (tests/fixtures/realcorpus/prompts.jsonl): `reproposal` must get a DO-NOT-REBUILD naming
 `expect`; `new`, `chitchat` and `system_turn` deserve silence. A DO-NOT-REBUILD is
 correct only when it names the expected subsystem: one naming anything else is a false one,
@@ -228,6 +238,8 @@ SILENT_LABELS = ("new", "chitchat", "system_turn")
 # measurement
 # prompts-heldout66.jsonl … -71 hold sets 66 to 71, frozen before the twenty-fourth round's
 # measurement
+# prompts-heldout72.jsonl … -77 hold sets 72 to 77, frozen before the twenty-fifth round's
+# measurement
 PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.jsonl",
                 "prompts-heldout6.jsonl", "prompts-heldout7.jsonl", "prompts-heldout8.jsonl",
                 "prompts-heldout9.jsonl", "prompts-heldout10.jsonl", "prompts-heldout11.jsonl",
@@ -251,7 +263,9 @@ PROMPT_FILES = ("prompts.jsonl", "prompts-meaning.jsonl", "prompts-heldout5.json
                 "prompts-heldout60.jsonl", "prompts-heldout61.jsonl", "prompts-heldout62.jsonl",
                 "prompts-heldout63.jsonl", "prompts-heldout64.jsonl", "prompts-heldout65.jsonl",
                 "prompts-heldout66.jsonl", "prompts-heldout67.jsonl", "prompts-heldout68.jsonl",
-                "prompts-heldout69.jsonl", "prompts-heldout70.jsonl", "prompts-heldout71.jsonl")
+                "prompts-heldout69.jsonl", "prompts-heldout70.jsonl", "prompts-heldout71.jsonl",
+                "prompts-heldout72.jsonl", "prompts-heldout73.jsonl", "prompts-heldout74.jsonl",
+                "prompts-heldout75.jsonl", "prompts-heldout76.jsonl", "prompts-heldout77.jsonl")
 _DNR = re.compile(r'^DO-NOT-REBUILD\? "([^"]+)"', re.M)
 
 

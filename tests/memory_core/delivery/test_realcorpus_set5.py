@@ -1,5 +1,5 @@
-"""Sets 5 to 71 of the real-corpus prompts (tests/fixtures/realcorpus/prompts-heldout5.jsonl
-… prompts-heldout71.jsonl): their shape only. Each was written from the inventories and frozen
+"""Sets 5 to 77 of the real-corpus prompts (tests/fixtures/realcorpus/prompts-heldout5.jsonl
+… prompts-heldout77.jsonl): their shape only. Each was written from the inventories and frozen
 before a tuning round of the meaning gate (set 5 before the first, set 6 before the second, …
 set 11 before the seventh, sets 12 and 13 before the eighth round's measurement, sets 14 and
 15 before the ninth's, sets 16 and 17 before the tenth's, sets 18, 19 and 20 before the
@@ -10,7 +10,7 @@ seventeenth's, sets 39, 40 and 41 before the eighteenth's, sets 42, 43 and 44 be
 nineteenth's, sets 45, 46 and 47 before the twentieth's, sets 48, 49 and 50 before the
 twenty-first's, sets 51, 52 and 53 before the twenty-second's, sets 54 to 59 before the
 twenty-third round, sets 60 to 65 before its measurement, sets 66 to 71 before the
-twenty-fourth's), so nothing here runs the
+twenty-fourth's, sets 72 to 77 before the twenty-fifth's), so nothing here runs the
 cascade on them; the measurements that do are in benchmarks/bench_meaning.py and
 docs/internals/evaluation.md."""
 
@@ -44,8 +44,8 @@ def _entry_names(project: str) -> set[str]:
     return names
 
 
-HELD_OUT_SETS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71)
-ALL_SETS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71)
+HELD_OUT_SETS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77)
+ALL_SETS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77)
 
 
 @pytest.mark.parametrize("n", HELD_OUT_SETS)
@@ -62,7 +62,7 @@ def test_a_held_out_set_is_read_by_prompts_for_and_only_when_asked(n):
     assert len({p["prompt"].lower() for p in mine}) == len(mine)
 
 
-@pytest.mark.parametrize("n", (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71))
+@pytest.mark.parametrize("n", (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77))
 def test_a_later_sets_ids_are_its_own(n):
     mine = dnr_eval.prompts_for(sets=(n,))
     assert mine and all(re.fullmatch(rf"s{n}-(ht|re|st)-\d\d", p["id"]) for p in mine)
