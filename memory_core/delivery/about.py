@@ -338,8 +338,8 @@ def about_work(prompt: str) -> dict | None:
             continue
         grows = GROWS.search(clause)
         if grows and grows.group(1).lower() not in _PRONOUNS | _OTHERS | _PRO_FORMS | {"you", "i", "we"} \
-                and _head(grows.group(1)) not in ABOUT:
-            return None  # "Summary of the plan: I want httpx to get its own timeout object"
+                and _head(grows.group(1)) not in ABOUT and grows.group(2).lower() not in _REVIEWS:
+            return None  # "Summary of the plan: I want httpx to get its own timeout object"; not "… Harriet to review"
         if n == 0 and "existing" in low[:24]:
             at = low.index("existing")
             return {"says": " ".join(words[max(0, at - 1):at + 3])}
@@ -494,6 +494,10 @@ def _asks_to_build(words: list[str]) -> bool:
                for at, word in enumerate(low))
 
 
+# What a wish asks a person to do with what exists ("I want Harriet to review …"), not what it
+# asks the project to grow ("we want requests to verify certificates …" is a build)
+_REVIEWS = frozenset({"review", "test", "document", "benchmark", "explain", "triage", "proofread",
+                      "answer", "reply", "translate", "reword", "clarify", "profile"})
 # A build verb in a clause of time is no request: "before I build the uploader: does …?", "once
 # we add it, will …?" ("if I write …" is a plan, and stays one)
 _SUBORDINATE = frozenset({"before", "after", "when", "once", "until", "while"})

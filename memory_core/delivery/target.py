@@ -321,8 +321,8 @@ def _from_request(prompt: str, tree: frozenset = frozenset()) -> str:
 
 _ASKING = frozenset({"can", "could", "will", "would"})
 # A wish or a lesson for a named thing: "I'd like Starlette to have …", "I want httpx to get its
-# own …", "teach httpx to follow them"; group 1 is the thing
-GROWS = re.compile(r"(?:\b(?:i|we)(?:'d|\s+would)?\s+(?:like|want)|\bteach)\s+(?:the\s+|our\s+)?([\w.-]+)\s+to\s+[a-z]+",
+# own …", "teach httpx to follow them"; group 1 is the thing, group 2 its verb
+GROWS = re.compile(r"(?:\b(?:i|we)(?:'d|\s+would)?\s+(?:like|want)|\bteach)\s+(?:the\s+|our\s+)?([\w.-]+)\s+to\s+([a-z]+)",
                    re.I)
 # A clause of contrast that opens a sentence: what follows its comma is the request
 _CONTRAST = re.compile(r"\s*(?:rather\s+than|instead\s+of)\b[^,.;]{0,200},\s*", re.I)

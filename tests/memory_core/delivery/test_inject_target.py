@@ -1234,3 +1234,10 @@ def test_the_project_named_as_the_place_decides_over_context_and_a_beneficiary(p
     found = foreign_target("I'm porting our kiosk scraper from aiohttp to httpx; the rate limiter shim in "
                            "scraper/limits.py goes", seen, frozenset({"httpx"}))
     assert found is not None, found
+
+
+def test_a_wish_that_someone_review_or_test_what_exists_is_not_a_build_request():
+    from memory_core.delivery.about import about_work
+
+    assert about_work("I want Harriet to review the rate limiter's docs before the release") is not None
+    assert about_work("I want httpx to get its own rate limiter, buckets per host") is None
